@@ -1,0 +1,257 @@
+"""Wire codec: events and session headers to and from their camelCase JSON objects.
+
+The envelope checks here (R2, the surfaceOp shape of R5/R6, the element
+checks of R7) are shared with admission, which calls them in the order
+admission.md §3 fixes. `event_from_json` runs them standalone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from kernel.errors import (
+    InvalidEnvelope,
+    NotLosslessJson,
+    ProvenanceError,
+    SessionHeaderError,
+    SurfaceMarkerError,
+)
+from kernel.events import APPEND, LIVE_ORDER, Event, Replace, SessionHeader
+from kernel.json import FrozenObject, admit_json, raw, safe_int, thaw, view
+
+__all__ = (
+    "event_from_json",
+    "event_to_json",
+    "event_to_wire",
+    "header_from_json",
+    "header_to_json",
+    "check_envelope",
+    "parse_surface_op",
+    "parse_source_seqs",
+    "event_from_wire",
+    "ENVELOPE_KEYS",
+)
+
+ENVELOPE_KEYS = frozenset(
+    {"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
+)
+
+_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {LIVE_ORDER: LIVE_ORDER}
+
+
+def _interned_order(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    order = tuple(obj)
+    return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
+
+
+def check_envelope(obj: Any, where: str) -> tuple[str, int, int, bool]:
+    """R2: return `(type, seq, time, ignorable)` of a wire event, seq/time normalized to int."""
+    if not isinstance(obj, Mapping):
+        raise InvalidEnvelope(f"{where}: an event must be a JSON object (R2)")
+    for key in obj:
+        if key not in ENVELOPE_KEYS:
+            raise InvalidEnvelope(f"{where}: unknown envelope key {key!r} (R2)")
+    event_type = obj.get("type")
+    if type(event_type) is not str or not event_type:
+        raise InvalidEnvelope(f"{where}: type must be a non-empty string (R2)")
+    seq = safe_int(obj.get("seq"))
+    if seq is None or seq < 0:
+        raise InvalidEnvelope(
+            f"{where}: seq must be a non-negative safe integer, got {obj.get('seq')!r} (R2)"
+        )
+    time = safe_int(obj.get("time"))
+    if time is None:
+        raise InvalidEnvelope(f"{where}: time must be a safe integer, got {obj.get('time')!r} (R2)")
+    if "data" not in obj:
+        raise InvalidEnvelope(f"{where}: data is required (null is allowed) (R2)")
+    ignorable = False
+    if "ignorable" in obj:
+        if obj["ignorable"] is not True:
+            raise InvalidEnvelope(f"{where}: ignorable may only be true (R2)")
+        ignorable = True
+    return event_type, seq, time, ignorable
+
+
+def parse_surface_op(value: Any, where: str) -> Any:
+    """R5 (value) and R6: `APPEND` or a `Replace` from a wire `surfaceOp`."""
+    if value == "append" and type(value) is str:
+        return APPEND
+    if not isinstance(value, Mapping):
+        raise SurfaceMarkerError(f"{where}: invalid surfaceOp {value!r} (R5)")
+    if set(value) != {"op", "start", "end"} or value["op"] != "replace":
+        raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {thaw(value)!r} (R6)")
+    start, end = safe_int(value["start"]), safe_int(value["end"])
+    if start is None or end is None or start < 0 or end < 0:
+        raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {thaw(value)!r} (R6)")
+    return Replace(start, end)
+
+
+def parse_source_seqs(value: Any, where: str) -> tuple[int, ...]:
+    """R7a and R7c: the citations as a tuple of non-negative ints."""
+    if type(value) is not list and type(value).__name__ != "FrozenArray":
+        raise ProvenanceError(f"{where}: sourceEventSeqs must be an array (R7a)")
+    seqs = []
+    for item in raw(value):
+        s = safe_int(item)
+        if s is None or s < 0:
+            raise ProvenanceError(
+                f"{where}: sourceEventSeqs element {item!r} is not a non-negative safe integer (R7c)"
+            )
+        seqs.append(s)
+    return tuple(seqs)
+
+
+def event_from_wire(obj: dict[str, Any], where: str, *, lossless: bool) -> Event:
+    """Build an `Event` from a plain wire dict the kernel owns (no copy); R2, R5/R6, R7a/c."""
+    event_type, seq, time, ignorable = check_envelope(obj, where)
+    surface_op = parse_surface_op(obj["surfaceOp"], where) if "surfaceOp" in obj else None
+    sources = (
+        parse_source_seqs(obj["sourceEventSeqs"], where) if "sourceEventSeqs" in obj else None
+    )
+    return Event(
+        type=event_type,
+        seq=seq,
+        time=time,
+        data=view(obj["data"], lossless=lossless),
+        surface_op=surface_op,
+        source_event_seqs=sources,
+        ignorable=ignorable,
+        wire_order=_interned_order(obj),
+    )
+
+
+def event_from_json(obj: Any) -> Event:
+    """Decode one wire event: R1 over the whole object, then the envelope rules.
+
+    >>> event_from_json({"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}).seq
+    0
+    """
+    admitted = admit_json(obj)
+    if type(admitted) is not dict:
+        raise InvalidEnvelope("an event must be a JSON object (R2)")
+    return event_from_wire(admitted, "event", lossless=True)
+
+
+def _surface_op_wire(op: Any) -> Any:
+    if op is APPEND:
+        return "append"
+    return {"op": "replace", "start": op.start, "end": op.end}
+
+
+def event_to_wire(event: Event) -> dict[str, Any]:
+    """The wire object with `data` left frozen (for encoding; not for callers to mutate)."""
+    present: dict[str, Any] = {
+        "type": event.type,
+        "seq": event.seq,
+        "time": event.time,
+        "data": event.data,
+    }
+    if event.surface_op is not None:
+        present["surfaceOp"] = _surface_op_wire(event.surface_op)
+    if event.source_event_seqs is not None:
+        present["sourceEventSeqs"] = list(event.source_event_seqs)
+    if event.ignorable:
+        present["ignorable"] = True
+    order = event.wire_order
+    out = {key: present[key] for key in order if key in present}
+    if len(out) != len(present):
+        for key, value in present.items():
+            out.setdefault(key, value)
+    return out
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    """The plain wire object of an event (camelCase keys; a fresh, caller-owned copy)."""
+    wire = event_to_wire(event)
+    wire["data"] = thaw(event.data)
+    return wire
+
+
+# -- session header -----------------------------------------------------------------------------
+
+_HEADER_FIELDS = (
+    ("version", "version"),
+    ("id", "id"),
+    ("createdAt", "created_at"),
+    ("cwd", "cwd"),
+    ("parentSession", "parent_session"),
+    ("seedLength", "seed_length"),
+    ("origin", "origin"),
+    ("delegationDepth", "delegation_depth"),
+    ("agentPreset", "agent_preset"),
+)
+
+
+def _non_negative(value: Any) -> int | None:
+    v = safe_int(value)
+    return v if v is not None and v >= 0 else None
+
+
+def header_from_json(obj: Any, *, session_id: str | None = None) -> SessionHeader:
+    """Admit an in-memory header record (admission.md §6, H1-H12); unknown keys are dropped.
+
+    `session_id`, when given, must equal the header's `id` (H4).
+    """
+    if type(obj) is not FrozenObject:
+        try:
+            obj = admit_json(obj)
+        except NotLosslessJson as exc:
+            raise SessionHeaderError(f"session header is not lossless JSON: {exc} (H1)") from exc
+    if not isinstance(obj, Mapping):
+        raise SessionHeaderError("session header must be a JSON object (H2)")
+    if not (obj.get("version") == 0 and type(obj.get("version")) in (int, float)):
+        raise SessionHeaderError(f"session header version must be 0, got {obj.get('version')!r} (H3)")
+    header_id = obj.get("id")
+    if type(header_id) is not str or (session_id is not None and header_id != session_id):
+        raise SessionHeaderError(
+            f"session header id {header_id!r} does not match session {session_id!r} (H4)"
+        )
+    created_at = _non_negative(obj.get("createdAt"))
+    if created_at is None:
+        raise SessionHeaderError(
+            f"createdAt must be a non-negative safe integer, got {obj.get('createdAt')!r} (H5)"
+        )
+    cwd = obj.get("cwd")
+    if "cwd" in obj:
+        if type(cwd) is not str:
+            raise SessionHeaderError("cwd must be a string (H6)")
+        if not os.path.isabs(cwd):
+            raise SessionHeaderError(f"cwd {cwd!r} is not an absolute path (H7)")
+    parent = obj.get("parentSession")
+    if "parentSession" in obj and type(parent) is not str:
+        raise SessionHeaderError("parentSession must be a string (H8)")
+    seed_length = _non_negative(obj.get("seedLength"))
+    if "seedLength" in obj and seed_length is None:
+        raise SessionHeaderError("seedLength must be a non-negative safe integer (H9)")
+    origin = obj.get("origin")
+    if "origin" in obj and origin != "subagent":
+        raise SessionHeaderError('origin must be "subagent" (H10)')
+    depth = _non_negative(obj.get("delegationDepth"))
+    if "delegationDepth" in obj and depth is None:
+        raise SessionHeaderError("delegationDepth must be a non-negative safe integer (H11)")
+    preset = obj.get("agentPreset")
+    if "agentPreset" in obj and type(preset) is not str:
+        raise SessionHeaderError("agentPreset must be a string (H12)")
+    return SessionHeader(
+        id=header_id,
+        created_at=created_at,
+        version=0,
+        cwd=cwd,
+        parent_session=parent,
+        seed_length=seed_length,
+        origin=origin,
+        delegation_depth=depth,
+        agent_preset=preset,
+    )
+
+
+def header_to_json(header: SessionHeader) -> dict[str, Any]:
+    """The in-memory header record as a plain object (absent fields omitted)."""
+    out: dict[str, Any] = {}
+    for wire_key, attr in _HEADER_FIELDS:
+        value = getattr(header, attr)
+        if value is not None:
+            out[wire_key] = value
+    return out

@@ -1,0 +1,145 @@
+"""Every rejection the kernel makes: `KernelError` and one subclass per family of rule.
+
+Callers catch a family (`except SurfaceError`), tests assert the exact class.
+Messages name the event (seed index or seq) and the rule; the class and the
+`index`/`seq` attributes are the contract, the wording is not.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "KernelError",
+    "SessionLogError",
+    "NotLosslessJson",
+    "InvalidEnvelope",
+    "LegacyFormat",
+    "SeqMismatch",
+    "SurfaceError",
+    "SurfaceMarkerError",
+    "ReplaceRangeError",
+    "ToolResultRewriteError",
+    "ProvenanceError",
+    "ShapeError",
+    "MessageShapeError",
+    "RequestHeaderShapeError",
+    "EventShapeError",
+    "SessionHeaderError",
+    "InvariantViolation",
+    "MalformedChunkRow",
+    "CorruptLog",
+    "UnsupportedFormat",
+    "UnknownEventType",
+    "ToolPairingError",
+    "ForkError",
+)
+
+
+class KernelError(ValueError):
+    """Base of every error the kernel raises on bad input.
+
+    `index` is the zero-based position of the offending input event (seed,
+    restore), `seq` the offending event's seq, when known.
+    """
+
+    def __init__(self, message: str, *, index: int | None = None, seq: int | None = None):
+        super().__init__(message)
+        self.index = index
+        self.seq = seq
+
+
+SessionLogError = KernelError
+"""The spec's name for the base class."""
+
+
+class NotLosslessJson(KernelError):
+    """R1: a value outside the lossless-JSON domain (events.md §1)."""
+
+
+class InvalidEnvelope(KernelError):
+    """R2: the event envelope (type, seq, time, data, ignorable) is malformed."""
+
+
+class LegacyFormat(KernelError):
+    """R3: retired vocabulary (`request/header-delta`, `mode/set`, reason `fallback`)."""
+
+
+class SeqMismatch(KernelError):
+    """R4: seqs are not contiguous from 0 (or from a window's base)."""
+
+
+class SurfaceError(KernelError):
+    """Family of surface rules R5, R6, R8, R9."""
+
+
+class SurfaceMarkerError(SurfaceError):
+    """R5/R6: surface eligibility or the replace-op shape."""
+
+
+class ReplaceRangeError(SurfaceError):
+    """R8: a replace endpoint is not on the current surface, or the range is reversed."""
+
+
+class ToolResultRewriteError(SurfaceError):
+    """R9: a tool/result replacement that does more than rewrite one result's content."""
+
+
+class ProvenanceError(KernelError):
+    """R7: `sourceEventSeqs` malformed, not earlier, or not covering the shadowed nodes."""
+
+
+class ShapeError(KernelError):
+    """Family of payload-shape rules R10, R11, R12."""
+
+
+class MessageShapeError(ShapeError):
+    """R10: an embedded message has the wrong shape."""
+
+
+class RequestHeaderShapeError(ShapeError):
+    """R11: a `request/header` payload (or a header given to a utility) is malformed."""
+
+
+class EventShapeError(ShapeError):
+    """R12: a core event's payload has the wrong structure."""
+
+
+class SessionHeaderError(KernelError):
+    """admission.md §6: the session header record is invalid."""
+
+
+class InvariantViolation(KernelError):
+    """folds.md §6: a relational invariant (turn/step enclosure, call pairing) fails."""
+
+
+class MalformedChunkRow(KernelError):
+    """events.md §7.6: a packed chunk row that cannot be expanded."""
+
+
+class CorruptLog(KernelError):
+    """Stored data is damaged inside the committed region, or fails restore admission."""
+
+
+class UnsupportedFormat(KernelError):
+    """Nothing is damaged, but this reader cannot interpret the log (foreign version).
+
+    Deliberately not a `CorruptLog`.
+    """
+
+
+class UnknownEventType(UnsupportedFormat):
+    """A stored event type outside the known vocabulary without `ignorable: true`."""
+
+
+class ToolPairingError(KernelError):
+    """folds.md §5: the surface has a result with no call, or a query names no node."""
+
+
+class ForkError(KernelError):
+    """folds.md §8: a fork boundary is invalid (`code` says why)."""
+
+    INVALID_BOUNDARY = "INVALID_BOUNDARY"
+    OPEN_TURN = "OPEN_TURN"
+
+    def __init__(self, message: str, *, code: str):
+        super().__init__(message)
+        self.code = code

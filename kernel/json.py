@@ -1,0 +1,464 @@
+"""Lossless JSON values: admit (validate + snapshot), freeze, thaw, compare.
+
+Frozen values are read-only views (`FrozenObject`, `FrozenArray`) over plain
+dicts and lists that the kernel alone owns: a snapshot it copied from a caller,
+or the output of its own JSON parser. Wrapping is O(1); children are wrapped
+on first access and the wrapper is memoised, so `obj["message"] is
+obj["message"]`. Never hand a view's raw container to a caller: `thaw` copies.
+See docs/rfc/implemented/architecture/2026-11-29-event-model.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Union, overload
+
+from kernel.errors import NotLosslessJson
+
+__all__ = (
+    "MAX_SAFE_INTEGER",
+    "FrozenObject",
+    "FrozenArray",
+    "JsonValue",
+    "admit_json",
+    "freeze",
+    "view",
+    "thaw",
+    "raw",
+    "json_equal",
+    "safe_int",
+    "is_number",
+)
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+JsonValue = Union[None, bool, int, float, str, "FrozenObject", "FrozenArray"]
+"""A frozen JSON value as the kernel hands it out."""
+
+
+def is_number(value: object) -> bool:
+    """True for an `int` or `float`, never for a `bool`."""
+    t = type(value)
+    return t is int or t is float
+
+
+def safe_int(value: object) -> int | None:
+    """The value as an `int` if it is a safe integer (integral floats count), else None.
+
+    >>> safe_int(3.0), safe_int(True), safe_int(2**53)
+    (3, None, None)
+    """
+    t = type(value)
+    if t is int:
+        v: int = value  # type: ignore[assignment]
+        return v if -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER else None
+    if t is float:
+        f: float = value  # type: ignore[assignment]
+        if math.isfinite(f) and f.is_integer() and -MAX_SAFE_INTEGER <= f <= MAX_SAFE_INTEGER:
+            return int(f)
+    return None
+
+
+def _view(value: Any, lossless: bool) -> Any:
+    t = type(value)
+    if t is dict:
+        return FrozenObject._own(value, lossless)
+    if t is list:
+        return FrozenArray._own(value, lossless)
+    return value
+
+
+class FrozenObject(Mapping[str, Any]):
+    """A read-only JSON object; iteration keeps the member order it was built with."""
+
+    __slots__ = ("_raw", "_kids", "_lossless", "_hash")
+
+    _raw: dict[str, Any]
+    _kids: dict[str, Any] | None
+    _lossless: bool
+    _hash: int | None
+
+    def __init__(self, value: Mapping[str, Any] | None = None) -> None:
+        admitted = admit_json({} if value is None else value)
+        if type(admitted) is not dict:
+            raise NotLosslessJson("FrozenObject needs a JSON object")
+        self._raw = admitted
+        self._kids = None
+        self._lossless = True
+        self._hash = None
+
+    @classmethod
+    def _own(cls, raw_dict: dict[str, Any], lossless: bool) -> FrozenObject:
+        self = object.__new__(cls)
+        self._raw = raw_dict
+        self._kids = None
+        self._lossless = lossless
+        self._hash = None
+        return self
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._raw[key]
+        t = type(value)
+        if t is dict or t is list:
+            kids = self._kids
+            if kids is None:
+                kids = self._kids = {}
+            kid = kids.get(key)
+            if kid is None:
+                kid = kids[key] = _view(value, self._lossless)
+            return kid
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self._raw:
+            return self[key]
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenObject):
+            return self is other or self._raw == other._raw
+        if isinstance(other, Mapping):
+            return self._raw == thaw(other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(_hash_key(self._raw))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenObject({self._raw!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self._raw, self._lossless))
+
+
+class FrozenArray(Sequence[Any]):
+    """A read-only JSON array."""
+
+    __slots__ = ("_raw", "_kids", "_lossless", "_hash")
+
+    _raw: list[Any]
+    _kids: dict[int, Any] | None
+    _lossless: bool
+    _hash: int | None
+
+    def __init__(self, value: Sequence[Any] = ()) -> None:
+        admitted = admit_json(list(value) if type(value) is tuple else value)
+        if type(admitted) is not list:
+            raise NotLosslessJson("FrozenArray needs a JSON array")
+        self._raw = admitted
+        self._kids = None
+        self._lossless = True
+        self._hash = None
+
+    @classmethod
+    def _own(cls, raw_list: list[Any], lossless: bool) -> FrozenArray:
+        self = object.__new__(cls)
+        self._raw = raw_list
+        self._kids = None
+        self._lossless = lossless
+        self._hash = None
+        return self
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> FrozenArray: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return FrozenArray._own(self._raw[index], self._lossless)
+        value = self._raw[index]
+        t = type(value)
+        if t is dict or t is list:
+            if index < 0:
+                index += len(self._raw)
+            kids = self._kids
+            if kids is None:
+                kids = self._kids = {}
+            kid = kids.get(index)
+            if kid is None:
+                kid = kids[index] = _view(value, self._lossless)
+            return kid
+        return value
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self._raw)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenArray):
+            return self is other or self._raw == other._raw
+        if isinstance(other, (list, tuple)):
+            return self._raw == thaw(other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(_hash_key(self._raw))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenArray({self._raw!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self._raw, self._lossless))
+
+
+def _rebuild(raw_value: Any, lossless: bool) -> Any:
+    return _view(raw_value, lossless)
+
+
+def _hash_key(value: Any) -> Any:
+    """A hashable stand-in, iterative so deep values do not hit the recursion limit."""
+    return _encode_for_hash(value)
+
+
+def _encode_for_hash(value: Any) -> str:
+    # Lazy import: the text module depends on this one.
+    from kernel.jsontext import encode_json
+
+    return encode_json(value)
+
+
+def view(value: Any, *, lossless: bool = False) -> Any:
+    """Wrap a plain value the kernel owns (e.g. parser output) without copying it.
+
+    Only for containers nobody else holds: the view does not copy.
+    """
+    return _view(value, lossless)
+
+
+def raw(value: Any) -> Any:
+    """The plain container behind a frozen value (the value itself otherwise). Do not mutate."""
+    t = type(value)
+    if t is FrozenObject or t is FrozenArray:
+        return value._raw
+    return value
+
+
+def freeze(value: Any) -> Any:
+    """Admit a JSON value (R1) and return its frozen form.
+
+    >>> freeze({"a": [1, 2]})["a"]
+    FrozenArray([1, 2])
+    """
+    return _view(admit_json(value), True)
+
+
+# -- admission: one iterative pass that validates and copies ------------------------------------
+
+_SCALARS = (str, type(None), bool)
+
+
+def _reject(detail: str, path: list[str]) -> NotLosslessJson:
+    where = "".join(path) or "value"
+    return NotLosslessJson(f"{where}: {detail}")
+
+
+def _check_scalar(value: Any, path: list[str]) -> Any:
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return value
+    if t is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+        raise _reject(f"integer {value} is beyond ±(2**53 - 1)", path)
+    if t is float:
+        if not math.isfinite(value):
+            raise _reject(f"{value!r} has no JSON spelling", path)
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise _reject("-0.0 loses its sign in JSON", path)
+        return value
+    raise _reject(f"{t.__name__} is not a plain JSON type", path)
+
+
+def admit_json(value: Any) -> Any:
+    """Validate `value` as lossless JSON and return a private plain copy of it.
+
+    Frozen views are accepted like the plain values they stand for; an already
+    admitted view is shared, not copied. Iterative: depth is bounded by memory.
+    Raises `NotLosslessJson` naming the path of the first bad value.
+    """
+    t = type(value)
+    if t is not dict and t is not list and t is not FrozenObject and t is not FrozenArray:
+        return _check_scalar(value, [])
+    if (t is FrozenObject or t is FrozenArray) and value._lossless:
+        return value._raw
+    root: list[Any] = []
+    # Each frame: (source items iterator, destination container, id of source, path length)
+    active: set[int] = set()
+    path: list[str] = []
+    stack: list[tuple[Iterator[tuple[Any, Any]], Any, int]] = []
+
+    def enter(src: Any, slot_parent: Any, slot_key: Any) -> None:
+        st = type(src)
+        if st is FrozenObject or st is FrozenArray:
+            if src._lossless:
+                _place(slot_parent, slot_key, src._raw)
+                return
+            src = src._raw
+            st = type(src)
+        ident = id(src)
+        if ident in active:
+            raise _reject("a container contains itself (cycle)", path)
+        dst: Any
+        items: Iterator[tuple[Any, Any]]
+        if st is dict:
+            dst = {}
+            items = iter(src.items())
+        else:
+            dst = []
+            items = enumerate(src)
+        _place(slot_parent, slot_key, dst)
+        active.add(ident)
+        stack.append((items, dst, ident))
+
+    enter(value, root, None)
+    while stack:
+        items, dst, ident = stack[-1]
+        advanced = False
+        for key, child in items:
+            is_obj = type(dst) is dict
+            if is_obj:
+                if type(key) is not str:
+                    raise _reject(f"object key {key!r} is not a str", path)
+                path.append(f"[{key!r}]")
+            else:
+                path.append(f"[{key}]")
+            ct = type(child)
+            if ct is dict or ct is list or ct is FrozenObject or ct is FrozenArray:
+                enter(child, dst, key if is_obj else None)
+                if stack[-1][1] is not dst:
+                    advanced = True
+                    break
+                path.pop()
+            else:
+                v = _check_scalar(child, path)
+                path.pop()
+                if is_obj:
+                    dst[key] = v
+                else:
+                    dst.append(v)
+        if not advanced:
+            stack.pop()
+            active.discard(ident)
+            if path:
+                path.pop()
+    return root[0]
+
+
+def _place(parent: Any, key: Any, value: Any) -> None:
+    if type(parent) is dict:
+        parent[key] = value
+    else:
+        parent.append(value)
+
+
+# -- thaw and strict equality -------------------------------------------------------------------
+
+
+def thaw(value: Any) -> Any:
+    """A plain, caller-owned deep copy of a JSON value (frozen or plain); iterative."""
+    t = type(value)
+    if t is FrozenObject or t is FrozenArray:
+        value = value._raw
+        t = type(value)
+    if t is not dict and t is not list and t is not tuple and not isinstance(value, Mapping):
+        return value
+    root: list[Any] = []
+    stack: list[tuple[Any, Any]] = [(value, (root, None))]
+    while stack:
+        src, (parent, key) = stack.pop()
+        st = type(src)
+        if st is FrozenObject or st is FrozenArray:
+            src = src._raw
+            st = type(src)
+        if st is dict or (st is not list and st is not tuple and isinstance(src, Mapping)):
+            dst_d: dict[Any, Any] = {}
+            _place(parent, key, dst_d)
+            for k, v in src.items():
+                vt = type(v)
+                if vt is dict or vt is list or vt is tuple or vt is FrozenObject or vt is FrozenArray:
+                    dst_d[k] = None
+                    stack.append((v, (dst_d, k)))
+                else:
+                    dst_d[k] = v
+        else:
+            dst_l: list[Any] = []
+            _place(parent, key, dst_l)
+            for i, v in enumerate(src):
+                vt = type(v)
+                if vt is dict or vt is list or vt is tuple or vt is FrozenObject or vt is FrozenArray:
+                    dst_l.append(None)
+                    stack.append((v, (_ListSlot(dst_l, i), None)))
+                else:
+                    dst_l.append(v)
+    return root[0]
+
+
+class _ListSlot:
+    """A placeholder parent that writes into a fixed index of a list."""
+
+    __slots__ = ("index", "target")
+
+    def __init__(self, target: list[Any], index: int) -> None:
+        self.target = target
+        self.index = index
+
+    def append(self, value: Any) -> None:
+        self.target[self.index] = value
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Structural JSON equality (events.md §1.4): numbers by value, never equal to a bool.
+
+    >>> json_equal({"a": 1.0}, {"a": 1}), json_equal([True], [1])
+    (True, False)
+    """
+    stack: list[tuple[Any, Any]] = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        x, y = raw(x), raw(y)
+        tx, ty = type(x), type(y)
+        if tx is dict or isinstance(x, Mapping):
+            if not (ty is dict or isinstance(y, Mapping)) or len(x) != len(y):
+                return False
+            for k, v in x.items():
+                if k not in y:
+                    return False
+                stack.append((v, y[k]))
+        elif tx is list or tx is tuple:
+            if not (ty is list or ty is tuple) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif tx is bool or ty is bool:
+            if tx is not ty or x != y:
+                return False
+        elif (tx is int or tx is float) and (ty is int or ty is float):
+            if x != y:
+                return False
+        elif tx is not ty or x != y:
+            return False
+    return True

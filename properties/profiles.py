@@ -1,0 +1,38 @@
+"""Hypothesis settings profiles: `ci` (bounded, derandomized) and `deep` (100x examples).
+
+Select one with `pytest --hypothesis-profile=deep` or `HYPOTHESIS_PROFILE=deep`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+__all__ = ("CI_EXAMPLES", "register_profiles")
+
+CI_EXAMPLES = 50
+"""Examples per property under the `ci` profile; `deep` runs 100 times as many."""
+
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+
+def register_profiles() -> None:
+    """Register `ci` and `deep` and load the one `HYPOTHESIS_PROFILE` names (default `ci`)."""
+    settings.register_profile(
+        "ci",
+        max_examples=CI_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        print_blob=True,
+        suppress_health_check=_SLOW_OK,
+    )
+    settings.register_profile(
+        "deep",
+        max_examples=CI_EXAMPLES * 100,
+        deadline=None,
+        derandomize=False,
+        print_blob=True,
+        suppress_health_check=_SLOW_OK,
+    )
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
