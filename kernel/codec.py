@@ -19,7 +19,7 @@ from kernel.errors import (
     SurfaceMarkerError,
 )
 from kernel.events import APPEND, LIVE_ORDER, Event, Replace, SessionHeader
-from kernel.json import FrozenObject, admit_json, raw, safe_int, thaw, view
+from kernel.json import FrozenArray, FrozenObject, admit_json, raw, safe_int, thaw, view
 
 __all__ = (
     "event_from_json",
@@ -90,14 +90,14 @@ def parse_surface_op(value: Any, where: str) -> Any:
 
 def parse_source_seqs(value: Any, where: str) -> tuple[int, ...]:
     """R7a and R7c: the citations as a tuple of non-negative ints."""
-    if type(value) is not list and type(value).__name__ != "FrozenArray":
+    if type(value) not in (list, tuple, FrozenArray):
         raise ProvenanceError(f"{where}: sourceEventSeqs must be an array (R7a)")
     seqs = []
     for item in raw(value):
         s = safe_int(item)
         if s is None or s < 0:
             raise ProvenanceError(
-                f"{where}: sourceEventSeqs element {item!r} is not a non-negative safe integer (R7c)"
+                f"{where}: sourceEventSeqs element {item!r} is not a non-negative safe int (R7c)"
             )
         seqs.append(s)
     return tuple(seqs)
@@ -107,9 +107,7 @@ def event_from_wire(obj: dict[str, Any], where: str, *, lossless: bool) -> Event
     """Build an `Event` from a plain wire dict the kernel owns (no copy); R2, R5/R6, R7a/c."""
     event_type, seq, time, ignorable = check_envelope(obj, where)
     surface_op = parse_surface_op(obj["surfaceOp"], where) if "surfaceOp" in obj else None
-    sources = (
-        parse_source_seqs(obj["sourceEventSeqs"], where) if "sourceEventSeqs" in obj else None
-    )
+    sources = parse_source_seqs(obj["sourceEventSeqs"], where) if "sourceEventSeqs" in obj else None
     return Event(
         type=event_type,
         seq=seq,
@@ -202,7 +200,9 @@ def header_from_json(obj: Any, *, session_id: str | None = None) -> SessionHeade
     if not isinstance(obj, Mapping):
         raise SessionHeaderError("session header must be a JSON object (H2)")
     if not (obj.get("version") == 0 and type(obj.get("version")) in (int, float)):
-        raise SessionHeaderError(f"session header version must be 0, got {obj.get('version')!r} (H3)")
+        raise SessionHeaderError(
+            f"session header version must be 0, got {obj.get('version')!r} (H3)"
+        )
     header_id = obj.get("id")
     if type(header_id) is not str or (session_id is not None and header_id != session_id):
         raise SessionHeaderError(

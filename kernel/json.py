@@ -126,9 +126,9 @@ class FrozenObject(Mapping[str, Any]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenObject):
-            return self is other or self._raw == other._raw
+            return self is other or bool(self._raw == other._raw)
         if isinstance(other, Mapping):
-            return self._raw == thaw(other)
+            return bool(self._raw == thaw(other))
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
@@ -205,9 +205,9 @@ class FrozenArray(Sequence[Any]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenArray):
-            return self is other or self._raw == other._raw
+            return self is other or bool(self._raw == other._raw)
         if isinstance(other, (list, tuple)):
-            return self._raw == thaw(other)
+            return bool(self._raw == thaw(other))
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
@@ -400,7 +400,13 @@ def thaw(value: Any) -> Any:
             _place(parent, key, dst_d)
             for k, v in src.items():
                 vt = type(v)
-                if vt is dict or vt is list or vt is tuple or vt is FrozenObject or vt is FrozenArray:
+                if (
+                    vt is dict
+                    or vt is list
+                    or vt is tuple
+                    or vt is FrozenObject
+                    or vt is FrozenArray
+                ):
                     dst_d[k] = None
                     stack.append((v, (dst_d, k)))
                 else:
@@ -410,7 +416,13 @@ def thaw(value: Any) -> Any:
             _place(parent, key, dst_l)
             for i, v in enumerate(src):
                 vt = type(v)
-                if vt is dict or vt is list or vt is tuple or vt is FrozenObject or vt is FrozenArray:
+                if (
+                    vt is dict
+                    or vt is list
+                    or vt is tuple
+                    or vt is FrozenObject
+                    or vt is FrozenArray
+                ):
                     dst_l.append(None)
                     stack.append((v, (_ListSlot(dst_l, i), None)))
                 else:

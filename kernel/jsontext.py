@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json as _stdlib_json
 import re
-from json.encoder import encode_basestring as _encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
 
 import orjson
@@ -61,7 +61,9 @@ def format_number(value: int | float) -> str:
     try:
         x = float(value)
     except OverflowError:
-        return "null"  # beyond any double: JavaScript would hold Infinity, which stringifies as null
+        return (
+            "null"  # beyond any double: JavaScript would hold Infinity, which stringifies as null
+        )
     if x != x or x in (float("inf"), float("-inf")):
         return "null"
     if x == 0:
@@ -92,7 +94,7 @@ def format_number(value: int | float) -> str:
 def _scalar_text(value: Any) -> str | None:
     t = type(value)
     if t is str:
-        return _encode_basestring(value)  # type: ignore[no-any-return]
+        return _encode_basestring(value)
     if value is None:
         return "null"
     if t is bool:

@@ -1,0 +1,366 @@
+"""Admission rules R1-R12 (admission.md §4) and the order each path runs them in (§3).
+
+Checks read the plain containers behind frozen values (`kernel.json.raw`) so
+admitting a restored event costs a few dict look-ups, never a walk of its data.
+`admit_wire_event` is the seed/restore pipeline for one event; the append
+pipeline lives in `SessionLog.append`, built from the same rule functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kernel.codec import check_envelope, parse_surface_op
+from kernel.errors import (
+    EventShapeError,
+    LegacyFormat,
+    MessageShapeError,
+    NotLosslessJson,
+    RequestHeaderShapeError,
+    SeqMismatch,
+)
+from kernel.events import (
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
+from kernel.json import FrozenArray, FrozenObject, admit_json, is_number, raw, safe_int
+from kernel.surface import PRESENT_NULL, check_surface_marker
+
+__all__ = (
+    "check_legacy_type",
+    "check_legacy_reason",
+    "check_legacy",
+    "check_message_shape",
+    "check_request_header",
+    "check_event_shape",
+    "check_payload",
+    "WireEvent",
+    "admit_wire_event",
+    "HEADER_REASONS",
+)
+
+HEADER_REASONS = frozenset({"initial", "resume", "change", "series"})
+
+
+def _nonempty_str(value: Any) -> bool:
+    return type(value) is str and value != ""
+
+
+def _positive(value: Any) -> bool:
+    v = safe_int(value)
+    return v is not None and v >= 1
+
+
+# -- R3 -----------------------------------------------------------------------------------------
+
+
+def check_legacy_type(event_type: Any, where: str) -> None:
+    """R3: retired event types."""
+    if event_type == "request/header-delta":
+        raise LegacyFormat(f"{where}: unsupported legacy request/header-delta format (R3)")
+    if event_type == "mode/set":
+        raise LegacyFormat(f"{where}: unsupported legacy mode/set event (R3)")
+
+
+def check_legacy_reason(event_type: Any, data: Any, where: str) -> None:
+    """R3: a `request/header` with the retired reason `fallback`."""
+    data = raw(data)
+    if event_type == REQUEST_HEADER and type(data) is dict and data.get("reason") == "fallback":
+        raise LegacyFormat(f"{where}: unsupported legacy request/header reason fallback (R3)")
+
+
+def check_legacy(obj: Any, where: str) -> None:
+    """R3 over a wire event object (or an `Event`)."""
+    if isinstance(obj, Mapping):
+        event_type, data = obj.get("type"), obj.get("data")
+    else:
+        event_type, data = getattr(obj, "type", None), getattr(obj, "data", None)
+    check_legacy_type(event_type, where)
+    check_legacy_reason(event_type, data, where)
+
+
+# -- R10 ----------------------------------------------------------------------------------------
+
+
+def check_message_shape(event_type: str, data: Any, where: str) -> None:
+    """R10 for `user/message`, `assistant/message` and `tool/result`; no-op for other types."""
+    data = raw(data)
+    if event_type == USER_MESSAGE:
+        message, role = data, "user"
+    elif event_type in (ASSISTANT_MESSAGE, TOOL_RESULT):
+        message = data.get("message") if type(data) is dict else None
+        role = "assistant" if event_type == ASSISTANT_MESSAGE else "user"
+    else:
+        return
+    if type(message) is not dict or not _nonempty_str(message.get("id")):
+        raise MessageShapeError(f"{where}: {event_type} lacks an identified message (R10a)")
+    if message.get("role") != role or type(message.get("role")) is not str:
+        raise MessageShapeError(f"{where}: {event_type} message must have role {role!r} (R10b)")
+    source = message.get("source")
+    if type(source) is not dict or not _nonempty_str(source.get("kind")):
+        raise MessageShapeError(f"{where}: {event_type} message has an invalid source (R10c)")
+    content = message.get("content")
+    if type(content) is not list:
+        raise MessageShapeError(f"{where}: {event_type} message has invalid content (R10d)")
+    if event_type == ASSISTANT_MESSAGE:
+        if (
+            source["kind"] != "model"
+            or not _nonempty_str(source.get("provider"))
+            or not _nonempty_str(source.get("model"))
+        ):
+            raise MessageShapeError(f"{where}: assistant/message must have a model source (R10e)")
+    elif event_type == TOOL_RESULT:
+        call_id = source.get("callId")
+        if source["kind"] != "tool" or not _nonempty_str(call_id):
+            raise MessageShapeError(f"{where}: tool/result must have a tool source (R10f)")
+        block = content[0] if len(content) == 1 else None
+        if (
+            type(block) is not dict
+            or block.get("type") != "tool-result"
+            or type(block.get("content")) is not list
+        ):
+            raise MessageShapeError(
+                f"{where}: tool/result must contain exactly one tool-result block (R10g)"
+            )
+        if block.get("toolCallId") != call_id:
+            raise MessageShapeError(f"{where}: tool/result has mismatched tool call ids (R10h)")
+
+
+# -- R11 ----------------------------------------------------------------------------------------
+
+_DATA_KEYS = frozenset({"header", "reason", "startsSeries"})
+_HEADER_KEYS = frozenset({"config", "adapterDefaults", "system", "tools"})
+
+
+def check_request_header(data: Any, where: str) -> None:
+    """R11 a-h for the data of a `request/header` event."""
+    data = raw(data)
+    header = data.get("header") if type(data) is dict else None
+    config = header.get("config") if type(header) is dict else None
+    if (
+        type(config) is not dict
+        or not _nonempty_str(config.get("provider"))
+        or not _nonempty_str(config.get("model"))
+    ):
+        raise RequestHeaderShapeError(f"{where}: request/header lacks provider/model (R11a)")
+    assert type(data) is dict and type(header) is dict
+    if "reasoningEffort" in config and not _nonempty_str(config["reasoningEffort"]):
+        raise RequestHeaderShapeError(f"{where}: request/header has invalid reasoningEffort (R11b)")
+    if "adapterDefaults" in header:
+        markers = header["adapterDefaults"]
+        if (
+            type(markers) is not dict
+            or any(k not in ("reasoningEffort", "maxTokens") for k in markers)
+            or any(v is not True for v in markers.values())
+            or ("reasoningEffort" in markers and "reasoningEffort" not in config)
+            or ("maxTokens" in markers and "maxTokens" not in config)
+        ):
+            raise RequestHeaderShapeError(
+                f"{where}: request/header has invalid adapterDefaults (R11c)"
+            )
+    extra = [k for k in data if k not in _DATA_KEYS] + [k for k in header if k not in _HEADER_KEYS]
+    if extra:
+        raise RequestHeaderShapeError(f"{where}: request/header has unknown keys {extra} (R11d)")
+    reason = data.get("reason")
+    if type(reason) is not str or reason not in HEADER_REASONS:
+        raise RequestHeaderShapeError(
+            f"{where}: request/header reason {reason!r} is not initial/resume/change/series (R11e)"
+        )
+    if "startsSeries" in data and (data["startsSeries"] is not True or reason != "change"):
+        raise RequestHeaderShapeError(
+            f"{where}: startsSeries must be true and only with reason change (R11f)"
+        )
+    for key in ("temperature", "maxTokens"):
+        if key in config and not is_number(config[key]):
+            raise RequestHeaderShapeError(f"{where}: config.{key} must be a number (R11g)")
+    if "stop" in config and (
+        type(config["stop"]) is not list or any(type(s) is not str for s in config["stop"])
+    ):
+        raise RequestHeaderShapeError(f"{where}: config.stop must be an array of strings (R11g)")
+    if "system" in header and type(header["system"]) is not str:
+        raise RequestHeaderShapeError(f"{where}: header.system must be a string (R11h)")
+    if "tools" in header:
+        tools = header["tools"]
+        if type(tools) is not list or not all(
+            type(t) is dict
+            and type(t.get("name")) is str
+            and type(t.get("description")) is str
+            and type(t.get("parameters")) is dict
+            for t in tools
+        ):
+            raise RequestHeaderShapeError(
+                f"{where}: header.tools must be schemas with name, description, parameters (R11h)"
+            )
+
+
+# -- R12 ----------------------------------------------------------------------------------------
+
+_BARE_REASONS = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
+_FAILURE_NUMBERS = ("status", "providerRetryAfterMs")
+
+
+def _turn_end_reason_ok(reason: Any) -> bool:
+    if type(reason) is not dict or not _nonempty_str(reason.get("kind")):
+        return False
+    kind = reason["kind"]
+    if kind in _BARE_REASONS:
+        return len(reason) == 1
+    if kind == "aborted":
+        cause = reason.get("reason")
+        return reason.keys() == {"kind", "reason"} and (
+            type(cause) is dict and _nonempty_str(cause.get("kind"))
+        )
+    if kind == "error":
+        failure = reason.get("error")
+        return (
+            reason.keys() == {"kind", "error"}
+            and type(failure) is dict
+            and type(failure.get("message")) is str
+            and type(failure.get("code")) is str
+            and all(k not in failure or is_number(failure[k]) for k in _FAILURE_NUMBERS)
+            and ("requestId" not in failure or type(failure["requestId"]) is str)
+        )
+    return True  # extension kinds: only `kind` is checked
+
+
+def _turn_step_ok(data: dict[str, Any], with_step: bool = True) -> bool:
+    return _positive(data.get("turn")) and (not with_step or _positive(data.get("step")))
+
+
+def check_event_shape(event_type: str, data: Any, where: str) -> None:
+    """R12: the structure of core payloads; other types are not checked."""
+    data = raw(data)
+    is_obj = type(data) is dict
+    bad: str | None = None
+    if event_type == TURN_START:
+        if not (is_obj and data.keys() == {"turn"} and _positive(data["turn"])):
+            bad = "data must be exactly {turn} with a positive safe integer turn"
+    elif event_type == TURN_END:
+        if not (is_obj and data.keys() == {"turn", "reason"} and _positive(data["turn"])):
+            bad = "data must be exactly {turn, reason} with a positive safe integer turn"
+        elif not _turn_end_reason_ok(data["reason"]):
+            bad = "reason does not have the shape of its kind"
+    elif event_type in (STEP_START, STEP_END):
+        if not (is_obj and data.keys() == {"turn", "step"} and _turn_step_ok(data)):
+            bad = "data must be exactly {turn, step}, both positive safe integers"
+    elif event_type == ASSISTANT_CHUNK:
+        chunk = data.get("chunk") if is_obj else None
+        if not (is_obj and data.keys() == {"turn", "step", "chunk"} and _turn_step_ok(data)):
+            bad = "data must be exactly {turn, step, chunk} with positive turn and step"
+        elif type(chunk) is not dict or not _nonempty_str(chunk.get("type")):
+            bad = "chunk must be an object with a non-empty string type"
+    elif event_type == ASSISTANT_MESSAGE:
+        bad = _assistant_message_problem(data) if is_obj else "data must be an object"
+    elif event_type == TOOL_CALL:
+        if not (
+            is_obj
+            and data.keys() == {"turn", "step", "callId", "name", "arguments"}
+            and _turn_step_ok(data)
+            and _nonempty_str(data["callId"])
+            and type(data["name"]) is str
+            and type(data["arguments"]) is str
+        ):
+            bad = "data must be exactly {turn, step, callId, name, arguments} with valid types"
+    elif event_type == TOOL_RESULT:
+        if not (is_obj and data.keys() <= {"turn", "step", "message", "error", "meta"}):
+            bad = "data keys must be within {turn, step, message, error, meta}"
+        elif not _turn_step_ok(data):
+            bad = "turn and step must be positive safe integers"
+        elif "error" in data and not (
+            type(data["error"]) is dict
+            and data["error"].keys() == {"name", "code"}
+            and type(data["error"]["name"]) is str
+            and type(data["error"]["code"]) is str
+        ):
+            bad = "error must be exactly {name, code} with string values"
+    elif event_type == REQUEST_CONTEXT:
+        if not (
+            is_obj
+            and data.keys() <= {"provider", "model", "contextWindow"}
+            and _nonempty_str(data.get("provider"))
+            and _nonempty_str(data.get("model"))
+            and ("contextWindow" not in data or is_number(data["contextWindow"]))
+        ):
+            bad = "data must be {provider, model, contextWindow?} with valid types"
+    if bad is not None:
+        raise EventShapeError(f"{where}: {event_type} {bad} (R12)")
+
+
+def _assistant_message_problem(data: dict[str, Any]) -> str | None:
+    if not data.keys() <= {"turn", "step", "message", "usage", "interrupted"}:
+        return "data keys must be within {turn, step, message, usage, interrupted}"
+    if not _turn_step_ok(data):
+        return "turn and step must be positive safe integers"
+    if "usage" in data:
+        usage = data["usage"]
+        if (
+            type(usage) is not dict
+            or not is_number(usage.get("inputTokens"))
+            or not is_number(usage.get("outputTokens"))
+            or not all(is_number(v) for v in usage.values())
+        ):
+            return "usage must be an object of numbers with inputTokens and outputTokens"
+    if "interrupted" in data and data["interrupted"] is not True:
+        return "interrupted may only be true"
+    return None
+
+
+def check_payload(event_type: str, data: Any, where: str) -> None:
+    """R10, R11 and R12 for one event, in that order."""
+    check_message_shape(event_type, data, where)
+    if event_type == REQUEST_HEADER:
+        check_request_header(data, where)
+    check_event_shape(event_type, data, where)
+
+
+# -- the seed/restore pipeline ------------------------------------------------------------------
+
+WireEvent = Mapping[str, Any]
+
+
+def admit_wire_event(
+    obj: Any, index: int, *, lossless_check: bool, where: str
+) -> tuple[dict[str, Any], str, int, int, bool, Any, Any]:
+    """Admission §3.2 steps 1-5 and R5/R6 for one wire event.
+
+    Returns `(plain, type, seq, time, ignorable, op, sources)` for the surface
+    plan (R7-R9), which needs the log's state. `plain` is the kernel-owned dict
+    (a copy made by R1 when `lossless_check`, else `obj` itself).
+    """
+    if lossless_check:
+        try:
+            plain = admit_json(obj)
+        except NotLosslessJson as exc:
+            raise NotLosslessJson(f"{where} is not lossless JSON: {exc} (R1)") from None
+    else:
+        plain = obj._raw if type(obj) is FrozenObject else obj
+    if type(plain) is dict:
+        check_legacy_type(plain.get("type"), where)
+        check_legacy_reason(plain.get("type"), plain.get("data"), where)
+    event_type, seq, time, ignorable = check_envelope(plain, where)
+    data = plain["data"]
+    check_payload(event_type, data, where)
+    if seq != index:
+        raise SeqMismatch(f"{where}: seq {seq} is not contiguous; expected {index} (R4)")
+    op_present = "surfaceOp" in plain
+    sources_present = "sourceEventSeqs" in plain
+    check_surface_marker(event_type, op_present, sources_present, where)
+    op = parse_surface_op(plain["surfaceOp"], where) if op_present else None
+    sources: Any = None
+    if sources_present:
+        sources = plain["sourceEventSeqs"]
+        if sources is None:
+            sources = PRESENT_NULL
+        elif type(sources) is FrozenArray:
+            sources = sources._raw
+    return plain, event_type, seq, time, ignorable, op, sources

@@ -1,0 +1,366 @@
+"""Request headers (folds.md §3): canonical form, equality, the latest-wins fold, the writer rule.
+
+Compare headers only in canonical form. `headers_equal` is public, so its answer on
+non-canonical input is part of the contract and follows §3.2 literally (its tables are
+the tests). The writer decision is pure: the caller keeps the `HeaderWriterState`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from kernel.errors import RequestHeaderShapeError
+from kernel.events import REQUEST_HEADER, Event
+from kernel.json import FrozenArray, FrozenObject, freeze, json_equal, raw
+from kernel.jsontext import js_member_order
+
+__all__ = (
+    "canonical_header",
+    "headers_equal",
+    "call_config_equals",
+    "ordered_json_equal",
+    "RequestHeaderState",
+    "step_request_header",
+    "fold_request_header",
+    "HeaderWriterState",
+    "header_event",
+)
+
+_ABSENT: Final = object()
+"""Stands for a key that is not there (absent differs from every value, null included)."""
+
+_CONFIG_FIELDS: Final = ("provider", "model", "reasoningEffort", "temperature", "maxTokens")
+_MARKERS: Final = ("reasoningEffort", "maxTokens")
+_CANONICAL_ORDER: Final = ("config", "adapterDefaults", "system", "tools")
+
+
+def _is_array(value: Any) -> bool:
+    return type(value) is list or type(value) is FrozenArray
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Absent equals only absent; present values compare as JSON (numbers by value)."""
+    if a is _ABSENT or b is _ABSENT:
+        return a is b
+    return json_equal(a, b)
+
+
+# -- canonical form (§3.1) ----------------------------------------------------------------------
+
+
+def _canonical(header: Any, where: str, seq: int | None = None) -> FrozenObject:
+    if not isinstance(header, Mapping):
+        raise RequestHeaderShapeError(
+            f"{where}: a request header must be a JSON object (R11)", seq=seq
+        )
+    out: dict[str, Any] = {}
+    if "config" in header:
+        out["config"] = header["config"]
+    defaults = header.get("adapterDefaults")
+    if isinstance(defaults, Mapping) and any(defaults.get(m) is True for m in _MARKERS):
+        out["adapterDefaults"] = defaults
+    if "system" in header:
+        system = header["system"]
+        if type(system) is not str:
+            raise RequestHeaderShapeError(
+                f"{where}: header system must be a string, not {_kind_name(system)} (R11h)",
+                seq=seq,
+            )
+        if system:
+            out["system"] = system
+    if "tools" in header:
+        tools = header["tools"]
+        if not _is_array(tools):
+            raise RequestHeaderShapeError(
+                f"{where}: header tools must be an array, not {_kind_name(tools)} (R11h)",
+                seq=seq,
+            )
+        if tools:
+            out["tools"] = tools
+    if type(header) is FrozenObject and list(out) == list(header):
+        return header  # already canonical: nothing dropped, same member order
+    frozen: FrozenObject = freeze(out)
+    return frozen
+
+
+def canonical_header(header: Any) -> FrozenObject:
+    """The canonical form of a request header (folds.md §3.1): reshapes, never validates.
+
+    Keeps `config` as given, `adapterDefaults` whole iff it holds a literal `true`
+    marker, and non-empty `system` / `tools`; drops every other key. Raises
+    `RequestHeaderShapeError` when `system` is present and not a string or `tools`
+    present and not an array (null included).
+
+    >>> canonical_header({"config": {"provider": "p", "model": "m"}, "system": "", "x": 1})
+    FrozenObject({'config': {'provider': 'p', 'model': 'm'}})
+    """
+    return _canonical(header, "header")
+
+
+# -- equality (§3.2) ----------------------------------------------------------------------------
+
+
+def _kind_name(value: Any) -> str:
+    value = raw(value)
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        return "an object"
+    if type(value) is list:
+        return "an array"
+    return type(value).__name__
+
+
+def _stops_comparable(a: Mapping[str, Any], b: Mapping[str, Any], where: str) -> None:
+    if "stop" in a and "stop" in b and not (_is_array(a["stop"]) and _is_array(b["stop"])):
+        raise RequestHeaderShapeError(f"{where}: config.stop must be an array on both sides (R11g)")
+
+
+def _configs_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    for key in _CONFIG_FIELDS:
+        if not _same(a.get(key, _ABSENT), b.get(key, _ABSENT)):
+            return False
+    stop_a, stop_b = a.get("stop", _ABSENT), b.get("stop", _ABSENT)
+    if stop_a is _ABSENT or stop_b is _ABSENT:
+        return stop_a is stop_b  # `stop: []` differs from no `stop`
+    return len(stop_a) == len(stop_b) and all(map(json_equal, stop_a, stop_b))
+
+
+def call_config_equals(a: Any, b: Any) -> bool:
+    """Whether two call configs request the same call (folds.md §3.2).
+
+    Compares `provider`, `model`, `reasoningEffort`, `temperature`, `maxTokens`
+    (absent equals only absent; numbers by value) and `stop` (both absent, or both
+    arrays with equal elements); other keys are ignored. Raises
+    `RequestHeaderShapeError` when a config is not an object, or both carry a
+    `stop` that is not an array.
+
+    >>> call_config_equals({"provider": "p", "temperature": 1.0, "topP": 0.1},
+    ...                    {"provider": "p", "temperature": 1})
+    True
+    """
+    if not isinstance(a, Mapping) or not isinstance(b, Mapping):
+        raise RequestHeaderShapeError("call config: both configs must be JSON objects (R11a)")
+    _stops_comparable(a, b, "call config")
+    return _configs_equal(a, b)
+
+
+def _marker(header: Mapping[str, Any], name: str) -> Any:
+    defaults = header.get("adapterDefaults")
+    if isinstance(defaults, Mapping):
+        return defaults.get(name, _ABSENT)
+    return _ABSENT  # absent, null, or not an object: nothing is stored under the name
+
+
+def _tool_list(header: Mapping[str, Any], side: str) -> Any:
+    tools = header.get("tools")
+    if tools is None:
+        return ()  # an absent or null list counts as []
+    if not _is_array(tools):
+        raise RequestHeaderShapeError(
+            f"header {side}: tools must be an array, not {_kind_name(tools)} (R11h)"
+        )
+    return tools
+
+
+def _config_of(header: Any, side: str) -> Mapping[str, Any]:
+    if not isinstance(header, Mapping):
+        raise RequestHeaderShapeError(f"header {side}: a request header must be a JSON object")
+    config = header.get("config")
+    if not isinstance(config, Mapping):
+        raise RequestHeaderShapeError(f"header {side}: config must be a JSON object (R11a)")
+    return config
+
+
+def headers_equal(a: Any, b: Any) -> bool:
+    """Whether two **canonical** headers describe the same request envelope (folds.md §3.2).
+
+    Does not canonicalize: on other input it answers §3.2 read literally
+    (`tools: []` equals no `tools`, `system: ""` does not equal no `system`).
+    Tools compare position by position with `ordered_json_equal`. Raises
+    `RequestHeaderShapeError` when either side lacks a `config` object, both
+    configs carry a non-array `stop`, or `tools` is neither absent, null nor an array.
+
+    >>> c = {"provider": "p", "model": "m"}
+    >>> headers_equal({"config": c, "tools": []}, {"config": c})
+    True
+    """
+    config_a, config_b = _config_of(a, "a"), _config_of(b, "b")
+    _stops_comparable(config_a, config_b, "header config")
+    tools_a, tools_b = _tool_list(a, "a"), _tool_list(b, "b")
+    return (
+        _configs_equal(config_a, config_b)
+        and all(_same(_marker(a, m), _marker(b, m)) for m in _MARKERS)
+        and _same(a.get("system", _ABSENT), b.get("system", _ABSENT))
+        and len(tools_a) == len(tools_b)
+        and all(map(ordered_json_equal, tools_a, tools_b))
+    )
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    t = type(value)
+    if t is str:
+        return "string"
+    if t is bool:
+        return "boolean"
+    if t is int or t is float:
+        return "number"
+    if t is list:
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    raise RequestHeaderShapeError(f"tool schema: {t.__name__} is not a JSON value")
+
+
+def _enumeration_order(obj: Mapping[Any, Any]) -> list[str]:
+    if not all(type(k) is str for k in obj):
+        raise RequestHeaderShapeError("tool schema: object keys must be strings")
+    return js_member_order(obj if type(obj) is dict else dict(obj))
+
+
+def ordered_json_equal(a: Any, b: Any) -> bool:
+    """Whether `JSON.stringify` would spell two JSON values alike, numbers aside.
+
+    Objects need the same keys in the same JavaScript enumeration order (array-index
+    keys ascending first, then insertion order); numbers compare by value; a boolean
+    never equals a number. Iterative, so depth is bounded by memory.
+
+    >>> ordered_json_equal({"a": 1, "b": [1.0]}, {"a": 1.0, "b": [1]})
+    True
+    >>> ordered_json_equal({"a": 1, "b": 2}, {"b": 2, "a": 1})
+    False
+    """
+    stack: list[tuple[Any, Any]] = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        x, y = raw(x), raw(y)
+        kind = _json_kind(x)
+        if kind != _json_kind(y):
+            return False
+        if kind == "object":
+            keys = _enumeration_order(x)
+            if keys != _enumeration_order(y):
+                return False
+            stack.extend((x[k], y[k]) for k in keys)
+        elif kind == "array":
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif x != y:
+            return False
+    return True
+
+
+# -- fold (§3.3) --------------------------------------------------------------------------------
+
+
+def _snapshot(event: Event) -> FrozenObject:
+    where = f"event seq {event.seq}"
+    data = event.data
+    if not isinstance(data, Mapping) or "header" not in data:
+        raise RequestHeaderShapeError(
+            f"{where}: request/header data must be an object with a header (R11a)", seq=event.seq
+        )
+    return _canonical(data["header"], where, event.seq)
+
+
+def step_request_header(header: Any, event: Event) -> Any:
+    """The header in force after one more event: its canonical snapshot, else `header`.
+
+    The bare step `SessionLog` keeps incrementally; `RequestHeaderState.step` wraps it.
+    """
+    if event.type != REQUEST_HEADER:
+        return header
+    return _snapshot(event)
+
+
+@attrs.frozen
+class RequestHeaderState:
+    """The header in force after a prefix: the canonical latest snapshot, or the start value."""
+
+    header: Any = None
+
+    def step(self, event: Event) -> RequestHeaderState:
+        """The state after one more event; only `request/header` events change it."""
+        if event.type != REQUEST_HEADER:
+            return self
+        return RequestHeaderState(_snapshot(event))
+
+
+def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
+    """The canonical header of the last `request/header`, else `start` as given (folds.md §3.3).
+
+    `reason` and `startsSeries` do not matter. Folding a suffix from the fold of the
+    prefix equals folding the whole log. Returns None when there is no snapshot
+    and no `start`.
+    """
+    initial = start if start is None or type(start) is FrozenObject else freeze(start)
+    return functools.reduce(RequestHeaderState.step, events, RequestHeaderState(initial)).header
+
+
+# -- writer decision (§3.4) ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class HeaderWriterState:
+    """What one writer instance (a process, a resume, a fork) remembers between requests.
+
+    `anchored`: this instance has logged a header. `generation_at_last_request`: the
+    surface `replace_generation` after its previous request decision (or at attachment).
+    """
+
+    anchored: bool = False
+    generation_at_last_request: int = 0
+
+    @classmethod
+    def attach(cls, generation: int) -> HeaderWriterState:
+        """A new writer instance attaching to a log whose surface is at `generation`."""
+        return cls(anchored=False, generation_at_last_request=generation)
+
+
+def header_event(
+    state: HeaderWriterState,
+    header: Any,
+    *,
+    baseline: Any,
+    declared: bool,
+    generation: int,
+) -> tuple[FrozenObject | None, HeaderWriterState]:
+    """Decide, before a request attempt, whether to log a `request/header` (folds.md §3.4).
+
+    `header` is the header the request will use (canonicalized here), `baseline`
+    the current `fold_request_header(log)` (None when the log has none), `declared`
+    whether the caller declared a new message series (first attempt of a step only),
+    `generation` the surface `replace_generation` now. Returns the event data to
+    append (`{"header", "reason", "startsSeries"?}`, frozen) or None, and the new state.
+
+    >>> h = {"config": {"provider": "p", "model": "m"}}
+    >>> data, s = header_event(HeaderWriterState(), h, baseline=None, declared=False, generation=0)
+    >>> data["reason"], header_event(s, h, baseline=h, declared=False, generation=0)[0]
+    ('initial', None)
+    """
+    canonical = canonical_header(header)
+    _config_of(canonical, "to log")
+    starts_series = declared or generation != state.generation_at_last_request
+    decision: dict[str, Any] | None
+    if not state.anchored:
+        decision = {"reason": "initial" if baseline is None else "resume"}
+    elif baseline is None or not headers_equal(canonical_header(baseline), canonical):
+        decision = {"reason": "change"}
+        if starts_series:
+            decision["startsSeries"] = True
+    elif starts_series:
+        decision = {"reason": "series"}
+    else:
+        decision = None
+    after = HeaderWriterState(anchored=True, generation_at_last_request=generation)
+    if decision is None:
+        return None, after
+    data: FrozenObject = freeze({"header": canonical, **decision})
+    return data, after

@@ -1,0 +1,275 @@
+"""`SessionLog`: an admitted log plus its incrementally maintained folds.
+
+An immutable value: `append` returns a new log and leaves this one as it was,
+so a rejected event changes nothing (R13). Each append costs O(1) amortized
+(persistent vectors; a replacement rebuilds the derived history, as folds.md
+§2.3 allows). The same fold steps build a log from a seed or a restored prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+from pyrsistent import PVector, pvector
+
+from kernel.admission import (
+    admit_wire_event,
+    check_legacy_reason,
+    check_legacy_type,
+    check_payload,
+)
+from kernel.codec import event_to_wire, header_from_json, parse_source_seqs, parse_surface_op
+from kernel.errors import InvalidEnvelope, KernelError, NotLosslessJson, SurfaceMarkerError
+from kernel.events import APPEND, END_SEED, LIVE_ORDER, Append, Event, Replace, SessionHeader
+from kernel.header import step_request_header
+from kernel.json import admit_json, safe_int, view
+from kernel.messages import step_messages
+from kernel.surface import SurfaceState, check_surface_marker
+
+__all__ = ("SessionLog",)
+
+_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {LIVE_ORDER: LIVE_ORDER}
+
+
+def _order_of(plain: Mapping[str, Any]) -> tuple[str, ...]:
+    order = tuple(plain)
+    if len(_ORDERS) < 512:
+        return _ORDERS.setdefault(order, order)
+    return order
+
+
+def _admit_header(header: SessionHeader | Mapping[str, Any] | None) -> SessionHeader | None:
+    if header is None or isinstance(header, SessionHeader):
+        return header
+    return header_from_json(header)
+
+
+def _admit_surface_op(op: Any, where: str) -> Any:
+    """R1 on a caller-given surface op: `APPEND`/`Replace` pass, a wire spelling is snapshotted."""
+    if op is None or isinstance(op, (Append, Replace)):
+        return op
+    try:
+        return admit_json(op)
+    except NotLosslessJson as exc:
+        raise NotLosslessJson(
+            f"{where}: surface metadata is not lossless JSON: {exc} (R1)"
+        ) from None
+
+
+def _parse_surface_op(op: Any, where: str) -> Any:
+    """R5 (value) and R6 on an admitted caller surface op."""
+    if isinstance(op, Append):
+        return APPEND
+    if isinstance(op, Replace):
+        start, end = safe_int(op.start), safe_int(op.end)
+        if start is None or end is None or start < 0 or end < 0:
+            raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {op!r} (R6)")
+        return Replace(start, end)
+    return parse_surface_op(op, where)
+
+
+def _caller_sources(sources: Any, where: str) -> Any:
+    if sources is None:
+        return None
+    try:
+        wire = admit_json(list(sources) if type(sources) is tuple else sources)
+    except NotLosslessJson as exc:
+        raise NotLosslessJson(
+            f"{where}: surface metadata is not lossless JSON: {exc} (R1)"
+        ) from None
+    return wire  # parsed by the surface plan, in R7's order
+
+
+@attrs.frozen(eq=False)
+class SessionLog:
+    """An admitted session log and its folds: surface, derived messages, request header.
+
+    Build with `SessionLog.empty()`, `SessionLog.seed(events, now=...)` or
+    `SessionLog.restore(events)`; grow with `append`.
+
+    >>> log = SessionLog.empty().append("turn/start", {"turn": 1}, time=0)
+    >>> [e.type for e in log.events], log.surface.nodes
+    (['turn/start'], pvector([]))
+    """
+
+    events: PVector[Event] = attrs.field(factory=pvector)
+    surface: SurfaceState = attrs.field(factory=SurfaceState)
+    messages: PVector[Any] = attrs.field(factory=pvector)
+    request_header: Any = None
+    header: SessionHeader | None = None
+    first_live_seq: int = 0
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.events)
+
+    # -- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def empty(cls, *, header: SessionHeader | Mapping[str, Any] | None = None) -> SessionLog:
+        """A fresh log with no events (no end-seed marker)."""
+        return cls(header=_admit_header(header))
+
+    @classmethod
+    def seed(
+        cls,
+        events: Iterable[Event | Mapping[str, Any]],
+        *,
+        header: SessionHeader | Mapping[str, Any] | None = None,
+        now: int,
+    ) -> SessionLog:
+        """Admit a seed (admission.md §3.2, §5) and append the end-seed marker at time `now`.
+
+        No marker is added when the seed already ends with one. Events may be
+        `Event`s or wire objects; errors carry the seed `index`.
+        """
+        log = cls._admit_all(events, _admit_header(header), lossless_check=True, label="seed")
+        if len(log.events) and log.events[-1].type == END_SEED:
+            return log
+        return log.append(END_SEED, {}, time=now)
+
+    @classmethod
+    def restore(
+        cls,
+        events: Iterable[Event | Mapping[str, Any]],
+        *,
+        header: SessionHeader | Mapping[str, Any] | None = None,
+    ) -> SessionLog:
+        """Admit events decoded from storage (restore path: R1 is not re-run, no marker)."""
+        return cls._admit_all(events, _admit_header(header), lossless_check=False, label="stored")
+
+    @classmethod
+    def _admit_all(
+        cls,
+        events: Iterable[Event | Mapping[str, Any]],
+        header: SessionHeader | None,
+        *,
+        lossless_check: bool,
+        label: str,
+    ) -> SessionLog:
+        admitted: list[Event] = []
+        surface = SurfaceState()
+        messages: PVector[Any] = pvector()
+        request_header: Any = None
+        lookup = admitted.__getitem__
+        for index, item in enumerate(events):
+            where = f"{label} event at index {index}"
+            try:
+                if type(item) is Event:
+                    wire: Any = event_to_wire(item)
+                    order = item.wire_order
+                else:
+                    wire = item
+                    order = None
+                plain, event_type, seq, time, ignorable, op, sources = admit_wire_event(
+                    wire, index, lossless_check=lossless_check, where=where
+                )
+                after = surface.plan(event_type, seq, op, sources, plain["data"], lookup, where)
+                data = plain["data"]
+                if type(data) is dict or type(data) is list:
+                    data = view(data, lossless=lossless_check)
+                event = Event(
+                    type=event_type,
+                    seq=seq,
+                    time=time,
+                    data=data,
+                    surface_op=op,
+                    source_event_seqs=None
+                    if sources is None
+                    else parse_source_seqs(sources, where),
+                    ignorable=ignorable,
+                    wire_order=order if order is not None else _order_of(plain),
+                )
+                admitted.append(event)
+                messages = step_messages(messages, surface, after, event, lookup)
+                request_header = step_request_header(request_header, event)
+            except KernelError as exc:
+                if exc.index is None:
+                    exc.index = index
+                raise
+            surface = after
+        return cls(
+            events=pvector(admitted),
+            surface=surface,
+            messages=messages,
+            request_header=request_header,
+            header=header,
+            first_live_seq=len(admitted),
+        )
+
+    # -- the append path --------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        time: int,
+        surface_op: Any = None,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> SessionLog:
+        """Admit one live event (admission.md §3.1) and return the longer log.
+
+        The kernel assigns `seq`; `time` is the caller's clock reading (epoch ms).
+        `surface_op` is `APPEND`, a `Replace`, or their wire spelling.
+        """
+        event_type = type
+        seq = len(self.events)
+        if builtin_type(event_type) is not str or not event_type:
+            raise InvalidEnvelope(
+                f"appended event (seq {seq}): type must be a non-empty string (R2)", seq=seq
+            )
+        where = f"appended {event_type} event (seq {seq})"
+        stamp = safe_int(time)
+        if stamp is None:
+            raise InvalidEnvelope(
+                f"{where}: time must be a safe integer, got {time!r} (R2)", seq=seq
+            )
+        try:
+            check_legacy_type(event_type, where)
+            try:
+                plain = admit_json(data)
+            except NotLosslessJson as exc:
+                raise NotLosslessJson(
+                    f"{where}: {event_type} carries data that is not lossless JSON: {exc} (R1)"
+                ) from None
+            check_legacy_reason(event_type, plain, where)
+            op_wire = _admit_surface_op(surface_op, where)
+            sources = _caller_sources(source_event_seqs, where)
+            check_payload(event_type, plain, where)
+            check_surface_marker(event_type, op_wire is not None, sources is not None, where)
+            op = None if op_wire is None else _parse_surface_op(op_wire, where)
+            after = self.surface.plan(
+                event_type, seq, op, sources, plain, self.events.__getitem__, where
+            )
+        except KernelError as exc:
+            if exc.seq is None:
+                exc.seq = seq
+            raise
+        event = Event(
+            type=event_type,
+            seq=seq,
+            time=stamp,
+            data=view(plain, lossless=True) if builtin_type(plain) in (dict, list) else plain,
+            surface_op=op,
+            source_event_seqs=None if sources is None else parse_source_seqs(sources, where),
+            ignorable=ignorable is True,
+        )
+        events = self.events.append(event)
+        return SessionLog(
+            events=events,
+            surface=after,
+            messages=step_messages(self.messages, self.surface, after, event, events.__getitem__),
+            request_header=step_request_header(self.request_header, event),
+            header=self.header,
+            first_live_seq=self.first_live_seq,
+        )
+
+
+builtin_type = type  # `append` takes a parameter named `type`, as the public contract spells it

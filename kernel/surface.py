@@ -1,0 +1,279 @@
+"""The surface fold (folds.md §1): which events make up the model-visible history, in order.
+
+One state type, `SurfaceState`; the complete fold is its step folded over a log,
+and `SessionLog` keeps the same state incrementally. A step returns a new state
+or raises; since states are persistent values, a rejected event changes nothing
+(R13). Checks run in admission.md §3 order: R5, R6, then R7 (append) or
+R8, R7, R9 (replace).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
+
+import attrs
+from pyrsistent import PVector, pvector
+
+from kernel.codec import parse_source_seqs
+from kernel.errors import (
+    ProvenanceError,
+    ReplaceRangeError,
+    SeqMismatch,
+    SurfaceMarkerError,
+    ToolResultRewriteError,
+)
+from kernel.events import APPEND, ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, Event, Replace
+from kernel.json import json_equal, thaw
+
+__all__ = (
+    "Replacement",
+    "SurfaceFold",
+    "SurfaceState",
+    "fold_surface",
+    "check_surface_marker",
+    "is_surface_eligible_type",
+    "is_surface_event",
+    "is_append_surface_event",
+    "is_replacement_surface_event",
+    "PRESENT_NULL",
+)
+
+PRESENT_NULL: Final = object()
+"""Stands for a wire `sourceEventSeqs` key that is present with the value null."""
+
+EventLookup = Callable[[int], Event]
+
+
+@attrs.frozen
+class Replacement:
+    """One applied replace: the replacing event's seq, its endpoints, the seqs it shadowed."""
+
+    seq: int
+    start: int
+    end: int
+    shadowed_seqs: tuple[int, ...]
+
+
+@attrs.frozen
+class SurfaceFold:
+    """The complete surface fold: current nodes and every replacement in event order."""
+
+    nodes: tuple[int, ...]
+    replacements: tuple[Replacement, ...]
+
+    @property
+    def replace_generation(self) -> int:
+        return len(self.replacements)
+
+
+def is_surface_eligible_type(event_type: str) -> bool:
+    """`user/message`, `assistant/message` and `tool/result` may carry a surfaceOp."""
+    return event_type in SURFACE_TYPES
+
+
+def is_surface_event(event: Event) -> bool:
+    return event.type in SURFACE_TYPES and event.surface_op is not None
+
+
+def is_append_surface_event(event: Event) -> bool:
+    return is_surface_event(event) and event.surface_op is APPEND
+
+
+def is_replacement_surface_event(event: Event) -> bool:
+    return is_surface_event(event) and isinstance(event.surface_op, Replace)
+
+
+def check_surface_marker(
+    event_type: str, op_present: bool, sources_present: bool, where: str
+) -> None:
+    """R5 presence rules: only surface types carry surface metadata, and they must carry an op."""
+    if event_type in SURFACE_TYPES:
+        if not op_present:
+            raise SurfaceMarkerError(
+                f"{where}: {event_type} is surface-eligible and requires a surfaceOp (R5)"
+            )
+    elif op_present:
+        raise SurfaceMarkerError(
+            f"{where}: {event_type} is not surface-eligible, cannot carry surfaceOp (R5)"
+        )
+    elif sources_present:
+        raise SurfaceMarkerError(
+            f"{where}: {event_type} is not surface-eligible, cannot carry sourceEventSeqs (R5)"
+        )
+
+
+def _citations(
+    event_type: str, seq: int, sources: Any, shadowed: Sequence[int], where: str
+) -> None:
+    """R7 a-f."""
+    if sources is None:
+        if shadowed:
+            raise ProvenanceError(
+                f"{where}: sourceEventSeqs must include every shadowed node; "
+                f"missing {list(shadowed)} (R7f)",
+                seq=seq,
+            )
+        return
+    if sources is PRESENT_NULL:
+        raise ProvenanceError(f"{where}: sourceEventSeqs must be an array (R7a)", seq=seq)
+    cited = sources if type(sources) is tuple else parse_source_seqs(sources, where)
+    if not cited and event_type != ASSISTANT_MESSAGE:
+        raise ProvenanceError(
+            f"{where}: sourceEventSeqs must not be empty except on assistant/message (R7b)",
+            seq=seq,
+        )
+    cited_set = set(cited)
+    if len(cited_set) != len(cited):
+        raise ProvenanceError(
+            f"{where}: sourceEventSeqs must not contain duplicates (R7d)", seq=seq
+        )
+    for s in cited:
+        if s >= seq:
+            raise ProvenanceError(
+                f"{where}: sourceEventSeqs must reference earlier events; {s} >= {seq} (R7e)",
+                seq=seq,
+            )
+    missing = [s for s in shadowed if s not in cited_set]
+    if missing:
+        raise ProvenanceError(
+            f"{where}: sourceEventSeqs must include every shadowed node; missing {missing} (R7f)",
+            seq=seq,
+        )
+
+
+def _without_result_content(data: Any) -> Any:
+    plain = thaw(data)
+    with contextlib.suppress(KeyError, IndexError, TypeError):  # R10 rejected other shapes
+        plain["message"]["content"][0]["content"] = None
+    return plain
+
+
+def _check_rewrite(
+    seq: int, data: Any, shadowed: Sequence[int], lookup: EventLookup, where: str
+) -> None:
+    """R9: a tool/result replace rewrites exactly one current tool/result, content only."""
+    if len(shadowed) != 1:
+        raise ToolResultRewriteError(
+            f"{where}: tool/result replacement must rewrite exactly one current node, "
+            f"not {len(shadowed)} (R9)",
+            seq=seq,
+        )
+    target = lookup(shadowed[0])
+    if target.type != TOOL_RESULT:
+        raise ToolResultRewriteError(
+            f"{where}: tool/result replacement must target a current tool/result, "
+            f"seq {target.seq} is {target.type} (R9)",
+            seq=seq,
+        )
+    if not json_equal(_without_result_content(data), _without_result_content(target.data)):
+        raise ToolResultRewriteError(
+            f"{where}: tool/result replacement of seq {target.seq} may change only content (R9)",
+            seq=seq,
+        )
+
+
+@attrs.frozen
+class SurfaceState:
+    """What the surface fold knows after a prefix: nodes, replace generation, replacements."""
+
+    nodes: PVector[int] = attrs.field(factory=pvector)
+    replacements: PVector[Replacement] = attrs.field(factory=pvector)
+
+    @property
+    def replace_generation(self) -> int:
+        return len(self.replacements)
+
+    def plan(
+        self,
+        event_type: str,
+        seq: int,
+        op: Any,
+        sources: Any,
+        data: Any,
+        lookup: EventLookup,
+        where: str,
+    ) -> SurfaceState:
+        """The state after one candidate event (R7-R9); the caller has checked R5/R6.
+
+        `op` is None, `APPEND` or a `Replace`; `sources` the citations (a tuple, a
+        wire array, None when absent, or `PRESENT_NULL`); `lookup(seq)` returns a
+        committed event (R9 reads the shadowed node).
+        """
+        if op is None:
+            return self
+        if op is APPEND:
+            _citations(event_type, seq, sources, (), where)
+            return SurfaceState(self.nodes.append(seq), self.replacements)
+        nodes = self.nodes
+        try:
+            i = nodes.index(op.start)
+        except ValueError:
+            raise ReplaceRangeError(
+                f"{where}: replace start seq {op.start} not found in surface (R8)", seq=seq
+            ) from None
+        try:
+            j = nodes.index(op.end)
+        except ValueError:
+            raise ReplaceRangeError(
+                f"{where}: replace end seq {op.end} not found in surface (R8)", seq=seq
+            ) from None
+        if i > j:
+            raise ReplaceRangeError(
+                f"{where}: replace start {op.start} is after end {op.end} on the surface (R8)",
+                seq=seq,
+            )
+        shadowed = tuple(nodes[i : j + 1])
+        _citations(event_type, seq, sources, shadowed, where)
+        if event_type == TOOL_RESULT:
+            _check_rewrite(seq, data, shadowed, lookup, where)
+        return SurfaceState(
+            nodes[:i] + pvector([seq]) + nodes[j + 1 :],
+            self.replacements.append(Replacement(seq, op.start, op.end, shadowed)),
+        )
+
+    def step(self, event: Event, lookup: EventLookup) -> SurfaceState:
+        """The state after one more (already decoded) event; raises on R5-R9."""
+        where = f"event seq {event.seq}"
+        check_surface_marker(
+            event.type, event.surface_op is not None, event.source_event_seqs is not None, where
+        )
+        return self.plan(
+            event.type,
+            event.seq,
+            event.surface_op,
+            event.source_event_seqs,
+            event.data,
+            lookup,
+            where,
+        )
+
+    def to_fold(self) -> SurfaceFold:
+        return SurfaceFold(tuple(self.nodes), tuple(self.replacements))
+
+
+def fold_surface(events: Iterable[Event], base: int = 0) -> SurfaceFold:
+    """The complete surface of a log, or of a window whose first event has seq `base`.
+
+    >>> from kernel.events import Event, APPEND
+    >>> msg = {"id": "u", "role": "user", "content": [], "source": {"kind": "user"}}
+    >>> fold_surface([Event("user/message", 0, 1, msg, APPEND)]).nodes
+    (0,)
+    """
+    window = events if isinstance(events, Sequence) else list(events)
+    state = SurfaceState()
+
+    def lookup(seq: int) -> Event:
+        return window[seq - base]
+
+    for index, event in enumerate(window):
+        if event.seq != base + index:
+            raise SeqMismatch(
+                f"event at index {index}: seq {event.seq} is not contiguous; "
+                f"expected {base + index} (R4)",
+                index=index,
+                seq=event.seq,
+            )
+        state = state.step(event, lookup)
+    return state.to_fold()
