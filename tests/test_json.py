@@ -1,0 +1,210 @@
+"""Lossless JSON values (events.md §1) and exact JSON text (persistence.md §2.4)."""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import enum
+import json
+import math
+from typing import Any
+
+import pytest
+
+from kernel import FrozenArray, FrozenObject, freeze, thaw
+from kernel.errors import NotLosslessJson
+from kernel.json import admit_json, json_equal, safe_int
+from kernel.jsontext import encode_json, encode_json_bytes, format_number, parse_json
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+class MyDict(dict[str, Any]):
+    pass
+
+
+class MyStr(str):
+    pass
+
+
+def _cycle() -> Any:
+    value: list[Any] = []
+    value.append({"again": value})
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        -0.0,
+        2**53,
+        -(2**53),
+        (1,),
+        {1, 2},
+        frozenset(),
+        b"x",
+        bytearray(b"x"),
+        decimal.Decimal(1),
+        Color.RED,
+        object(),
+        MyDict(),
+        MyStr("s"),
+        collections.OrderedDict(),
+        {1: "int key"},
+        {None: "none key"},
+        {("t",): "tuple key"},
+        _cycle(),
+    ],
+)
+def test_lossy_values_are_rejected(value: Any) -> None:
+    with pytest.raises(NotLosslessJson):
+        admit_json({"nested": [value]})
+
+
+def test_shared_references_are_copied_independently() -> None:
+    shared = [1]
+    frozen = freeze({"a": shared, "b": shared})
+    shared.append(2)
+    assert thaw(frozen) == {"a": [1], "b": [1]}
+
+
+def test_accepted_domain() -> None:
+    value = {
+        "n": None,
+        "b": True,
+        "i": 2**53 - 1,
+        "f": 0.5,
+        "z": 0.0,
+        "s": "\ud800 lone",
+        "l": [[]],
+    }
+    assert thaw(freeze(value)) == value
+
+
+def test_frozen_values_are_read_only_mappings_and_sequences() -> None:
+    frozen = freeze({"a": [1, {"b": 2}]})
+    assert isinstance(frozen, FrozenObject) and isinstance(frozen["a"], FrozenArray)
+    with pytest.raises(TypeError):
+        frozen["a"] = 1  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        frozen.update({})  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        frozen["a"].append(3)  # type: ignore[attr-defined]
+    assert frozen["a"] is frozen["a"], "child views are memoised"
+    assert frozen == {"a": [1, {"b": 2}]} and frozen["a"] == [1, {"b": 2}]
+    assert hash(frozen) == hash(freeze({"a": [1, {"b": 2}]}))
+
+
+def test_frozen_values_are_accepted_back_as_plain_values() -> None:
+    frozen = freeze({"a": [1]})
+    assert admit_json({"x": frozen}) == {"x": {"a": [1]}}
+
+
+def test_thaw_returns_a_caller_owned_copy() -> None:
+    frozen = freeze({"a": [1]})
+    plain = thaw(frozen)
+    plain["a"].append(2)
+    assert frozen == {"a": [1]}
+
+
+def test_json_equality() -> None:
+    assert json_equal({"a": 1, "b": [1.0]}, {"b": [1], "a": 1.0})
+    assert not json_equal(True, 1)
+    assert not json_equal({"a": None}, {})
+    assert not json_equal([1, 2], [2, 1])
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(3.0, 3), (True, None), (2**53, None), (-(2**53 - 1), -(2**53 - 1)), (0.5, None), ("1", None)],
+)
+def test_safe_int(value: Any, expected: int | None) -> None:
+    assert safe_int(value) == expected
+
+
+# -- persistence.md §2.4 ----------------------------------------------------------------------------
+
+NUMBERS = [
+    (3.0, "3"),
+    (1e16, "10000000000000000"),
+    (1e20, "100000000000000000000"),
+    (123.456, "123.456"),
+    (1e-5, "0.00001"),
+    (1e-6, "0.000001"),
+    (1e21, "1e+21"),
+    (1e-7, "1e-7"),
+    (1.5e300, "1.5e+300"),
+    (-0.0, "0"),
+    (-2.5, "-2.5"),
+    (5e-324, "5e-324"),
+    (2**60, "1152921504606847000"),
+    (2**53 - 1, "9007199254740991"),
+]
+
+
+@pytest.mark.parametrize(("value", "text"), NUMBERS)
+def test_number_spelling(value: float, text: str) -> None:
+    assert format_number(value) == text
+    assert float(text) == value
+
+
+def test_serialization_example() -> None:
+    event = {
+        "type": "user/message",
+        "seq": 1,
+        "time": 5,
+        "data": {
+            "id": "u",
+            "role": "user",
+            "content": [{"type": "text", "text": "naïve\u0007 🙂"}],
+            "source": {"kind": "user"},
+            "n": 2.50,
+        },
+        "surfaceOp": "append",
+    }
+    expected = (
+        '{"type":"user/message","seq":1,"time":5,"data":{"id":"u","role":"user","content":'
+        '[{"type":"text","text":"naïve\\u0007 🙂"}],"source":{"kind":"user"},"n":2.5},'
+        '"surfaceOp":"append"}'
+    )
+    assert encode_json_bytes(event) == expected.encode("utf-8")
+
+
+def test_member_order_puts_array_indices_first() -> None:
+    assert encode_json({"b": 1, "10": 2, "a": 3, "2": 4}) == '{"2":4,"10":2,"b":1,"a":3}'
+    assert encode_json({"01": 1, "-1": 2, "4294967295": 3, "0": 4}) == (
+        '{"0":4,"01":1,"-1":2,"4294967295":3}'
+    )
+
+
+def test_string_escapes() -> None:
+    text = '"\\\b\t\n\f\r\x00\x1f\x7f\u2028/é'
+    assert encode_json(text) == '"\\"\\\\\\b\\t\\n\\f\\r\\u0000\\u001f\x7f\u2028/é"'
+
+
+def test_lone_surrogates_are_escaped_and_pairs_joined() -> None:
+    assert encode_json_bytes(["\ud800", "\udfff x", "\ud83d\ude42"]) == (
+        '["\\ud800","\\udfff x","🙂"]'.encode()
+    )
+
+
+def test_encoder_matches_stdlib_on_plain_values() -> None:
+    value = {"a": [1, "x", None, True, {"k": "v"}], "b": {"c": []}}
+    assert encode_json(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("bad", [b"NaN", b"[Infinity]", b"-Infinity", b"{not json", b"\xff", b""])
+def test_parser_is_strict(bad: bytes) -> None:
+    with pytest.raises(ValueError):
+        parse_json(bad)
+
+
+def test_parser_reads_what_json_allows() -> None:
+    assert parse_json(b'"\\ud800"') == "\ud800"
+    assert math.isinf(parse_json(b"[1e400]")[0])
+    assert parse_json(b' {"a":1}\r') == {"a": 1}
