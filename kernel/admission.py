@@ -8,7 +8,7 @@ pipeline lives in `SessionLog.append`, built from the same rule functions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kernel.codec import check_envelope, parse_surface_op
@@ -33,7 +33,15 @@ from kernel.events import (
     TURN_START,
     USER_MESSAGE,
 )
-from kernel.json import FrozenArray, FrozenObject, admit_json, is_number, raw, safe_int
+from kernel.json import (
+    MAX_SAFE_INTEGER,
+    FrozenArray,
+    FrozenObject,
+    admit_json,
+    is_number,
+    raw,
+    safe_int,
+)
 from kernel.surface import PRESENT_NULL, check_surface_marker
 
 __all__ = (
@@ -57,6 +65,8 @@ def _nonempty_str(value: Any) -> bool:
 
 
 def _positive(value: Any) -> bool:
+    if type(value) is int:
+        return 0 < value <= MAX_SAFE_INTEGER
     v = safe_int(value)
     return v is not None and v >= 1
 
@@ -233,71 +243,48 @@ def _turn_end_reason_ok(reason: Any) -> bool:
     return True  # extension kinds: only `kind` is checked
 
 
-def _turn_step_ok(data: dict[str, Any], with_step: bool = True) -> bool:
-    return _positive(data.get("turn")) and (not with_step or _positive(data.get("step")))
+def _turn_step_ok(data: dict[str, Any]) -> bool:
+    turn, step = data.get("turn"), data.get("step")
+    if type(turn) is int and type(step) is int:  # the common case, without a call per field
+        return 0 < turn <= MAX_SAFE_INTEGER and 0 < step <= MAX_SAFE_INTEGER
+    return _positive(turn) and _positive(step)
 
 
-def check_event_shape(event_type: str, data: Any, where: str) -> None:
-    """R12: the structure of core payloads; other types are not checked."""
-    data = raw(data)
-    is_obj = type(data) is dict
-    bad: str | None = None
-    if event_type == TURN_START:
-        if not (is_obj and data.keys() == {"turn"} and _positive(data["turn"])):
-            bad = "data must be exactly {turn} with a positive safe integer turn"
-    elif event_type == TURN_END:
-        if not (is_obj and data.keys() == {"turn", "reason"} and _positive(data["turn"])):
-            bad = "data must be exactly {turn, reason} with a positive safe integer turn"
-        elif not _turn_end_reason_ok(data["reason"]):
-            bad = "reason does not have the shape of its kind"
-    elif event_type in (STEP_START, STEP_END):
-        if not (is_obj and data.keys() == {"turn", "step"} and _turn_step_ok(data)):
-            bad = "data must be exactly {turn, step}, both positive safe integers"
-    elif event_type == ASSISTANT_CHUNK:
-        chunk = data.get("chunk") if is_obj else None
-        if not (is_obj and data.keys() == {"turn", "step", "chunk"} and _turn_step_ok(data)):
-            bad = "data must be exactly {turn, step, chunk} with positive turn and step"
-        elif type(chunk) is not dict or not _nonempty_str(chunk.get("type")):
-            bad = "chunk must be an object with a non-empty string type"
-    elif event_type == ASSISTANT_MESSAGE:
-        bad = _assistant_message_problem(data) if is_obj else "data must be an object"
-    elif event_type == TOOL_CALL:
-        if not (
-            is_obj
-            and data.keys() == {"turn", "step", "callId", "name", "arguments"}
-            and _turn_step_ok(data)
-            and _nonempty_str(data["callId"])
-            and type(data["name"]) is str
-            and type(data["arguments"]) is str
-        ):
-            bad = "data must be exactly {turn, step, callId, name, arguments} with valid types"
-    elif event_type == TOOL_RESULT:
-        if not (is_obj and data.keys() <= {"turn", "step", "message", "error", "meta"}):
-            bad = "data keys must be within {turn, step, message, error, meta}"
-        elif not _turn_step_ok(data):
-            bad = "turn and step must be positive safe integers"
-        elif "error" in data and not (
-            type(data["error"]) is dict
-            and data["error"].keys() == {"name", "code"}
-            and type(data["error"]["name"]) is str
-            and type(data["error"]["code"]) is str
-        ):
-            bad = "error must be exactly {name, code} with string values"
-    elif event_type == REQUEST_CONTEXT:
-        if not (
-            is_obj
-            and data.keys() <= {"provider", "model", "contextWindow"}
-            and _nonempty_str(data.get("provider"))
-            and _nonempty_str(data.get("model"))
-            and ("contextWindow" not in data or is_number(data["contextWindow"]))
-        ):
-            bad = "data must be {provider, model, contextWindow?} with valid types"
-    if bad is not None:
-        raise EventShapeError(f"{where}: {event_type} {bad} (R12)")
+def _turn_start_problem(data: Any) -> str | None:
+    if type(data) is dict and data.keys() == {"turn"} and _positive(data["turn"]):
+        return None
+    return "data must be exactly {turn} with a positive safe integer turn"
 
 
-def _assistant_message_problem(data: dict[str, Any]) -> str | None:
-    if not data.keys() <= {"turn", "step", "message", "usage", "interrupted"}:
+def _turn_end_problem(data: Any) -> str | None:
+    if not (type(data) is dict and data.keys() == {"turn", "reason"} and _positive(data["turn"])):
+        return "data must be exactly {turn, reason} with a positive safe integer turn"
+    if not _turn_end_reason_ok(data["reason"]):
+        return "reason does not have the shape of its kind"
+    return None
+
+
+def _step_problem(data: Any) -> str | None:
+    if type(data) is dict and data.keys() == {"turn", "step"} and _turn_step_ok(data):
+        return None
+    return "data must be exactly {turn, step}, both positive safe integers"
+
+
+def _chunk_problem(data: Any) -> str | None:
+    # Three keys, all present, is the exact key set {turn, step, chunk}.
+    if not (type(data) is dict and len(data) == 3 and "chunk" in data and _turn_step_ok(data)):
+        return "data must be exactly {turn, step, chunk} with positive turn and step"
+    chunk = data["chunk"]
+    if type(chunk) is not dict or not _nonempty_str(chunk.get("type")):
+        return "chunk must be an object with a non-empty string type"
+    return None
+
+
+_ASSISTANT_KEYS = frozenset({"turn", "step", "message", "usage", "interrupted"})
+
+
+def _assistant_message_problem(data: Any) -> str | None:
+    if type(data) is not dict or not data.keys() <= _ASSISTANT_KEYS:
         return "data keys must be within {turn, step, message, usage, interrupted}"
     if not _turn_step_ok(data):
         return "turn and step must be positive safe integers"
@@ -315,17 +302,99 @@ def _assistant_message_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
+_CALL_KEYS = frozenset({"turn", "step", "callId", "name", "arguments"})
+
+
+def _tool_call_problem(data: Any) -> str | None:
+    if (
+        type(data) is dict
+        and data.keys() == _CALL_KEYS
+        and _turn_step_ok(data)
+        and _nonempty_str(data["callId"])
+        and type(data["name"]) is str
+        and type(data["arguments"]) is str
+    ):
+        return None
+    return "data must be exactly {turn, step, callId, name, arguments} with valid types"
+
+
+_RESULT_KEYS = frozenset({"turn", "step", "message", "error", "meta"})
+
+
+def _tool_result_problem(data: Any) -> str | None:
+    if not (type(data) is dict and data.keys() <= _RESULT_KEYS):
+        return "data keys must be within {turn, step, message, error, meta}"
+    if not _turn_step_ok(data):
+        return "turn and step must be positive safe integers"
+    if "error" in data:
+        error = data["error"]
+        if not (
+            type(error) is dict
+            and error.keys() == {"name", "code"}
+            and type(error["name"]) is str
+            and type(error["code"]) is str
+        ):
+            return "error must be exactly {name, code} with string values"
+    return None
+
+
+def _request_context_problem(data: Any) -> str | None:
+    if (
+        type(data) is dict
+        and data.keys() <= {"provider", "model", "contextWindow"}
+        and _nonempty_str(data.get("provider"))
+        and _nonempty_str(data.get("model"))
+        and ("contextWindow" not in data or is_number(data["contextWindow"]))
+    ):
+        return None
+    return "data must be {provider, model, contextWindow?} with valid types"
+
+
+_SHAPE_PROBLEMS: dict[str, Callable[[Any], str | None]] = {
+    TURN_START: _turn_start_problem,
+    TURN_END: _turn_end_problem,
+    STEP_START: _step_problem,
+    STEP_END: _step_problem,
+    ASSISTANT_CHUNK: _chunk_problem,
+    ASSISTANT_MESSAGE: _assistant_message_problem,
+    TOOL_CALL: _tool_call_problem,
+    TOOL_RESULT: _tool_result_problem,
+    REQUEST_CONTEXT: _request_context_problem,
+}
+"""R12 per core type: a description of what is wrong, or None. Other types are not checked."""
+
+
+def check_event_shape(event_type: str, data: Any, where: str) -> None:
+    """R12: the structure of core payloads; other types are not checked."""
+    problem_of = _SHAPE_PROBLEMS.get(event_type)
+    if problem_of is not None:
+        problem = problem_of(raw(data))
+        if problem is not None:
+            raise EventShapeError(f"{where}: {event_type} {problem} (R12)")
+
+
+_MESSAGE_TYPES = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
+
+
 def check_payload(event_type: str, data: Any, where: str) -> None:
     """R10, R11 and R12 for one event, in that order."""
-    check_message_shape(event_type, data, where)
-    if event_type == REQUEST_HEADER:
+    data = raw(data)
+    if event_type in _MESSAGE_TYPES:
+        check_message_shape(event_type, data, where)
+    elif event_type == REQUEST_HEADER:
         check_request_header(data, where)
-    check_event_shape(event_type, data, where)
+    problem_of = _SHAPE_PROBLEMS.get(event_type)
+    if problem_of is not None:
+        problem = problem_of(data)
+        if problem is not None:
+            raise EventShapeError(f"{where}: {event_type} {problem} (R12)")
 
 
 # -- the seed/restore pipeline ------------------------------------------------------------------
 
 WireEvent = Mapping[str, Any]
+
+_LEGACY_OR_HEADER = frozenset({"request/header-delta", "mode/set", REQUEST_HEADER})
 
 
 def admit_wire_event(
@@ -345,8 +414,10 @@ def admit_wire_event(
     else:
         plain = obj._raw if type(obj) is FrozenObject else obj
     if type(plain) is dict:
-        check_legacy_type(plain.get("type"), where)
-        check_legacy_reason(plain.get("type"), plain.get("data"), where)
+        event_type_value = plain.get("type")
+        if type(event_type_value) is str and event_type_value in _LEGACY_OR_HEADER:
+            check_legacy_type(event_type_value, where)
+            check_legacy_reason(event_type_value, plain.get("data"), where)
     event_type, seq, time, ignorable = check_envelope(plain, where)
     data = plain["data"]
     check_payload(event_type, data, where)

@@ -19,7 +19,16 @@ from kernel.errors import (
     SurfaceMarkerError,
 )
 from kernel.events import APPEND, LIVE_ORDER, Event, Replace, SessionHeader
-from kernel.json import FrozenArray, FrozenObject, admit_json, raw, safe_int, thaw, view
+from kernel.json import (
+    MAX_SAFE_INTEGER,
+    FrozenArray,
+    FrozenObject,
+    admit_json,
+    raw,
+    safe_int,
+    thaw,
+    view,
+)
 
 __all__ = (
     "event_from_json",
@@ -48,20 +57,24 @@ def _interned_order(obj: Mapping[str, Any]) -> tuple[str, ...]:
 
 def check_envelope(obj: Any, where: str) -> tuple[str, int, int, bool]:
     """R2: return `(type, seq, time, ignorable)` of a wire event, seq/time normalized to int."""
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise InvalidEnvelope(f"{where}: an event must be a JSON object (R2)")
-    for key in obj:
-        if key not in ENVELOPE_KEYS:
-            raise InvalidEnvelope(f"{where}: unknown envelope key {key!r} (R2)")
+    if not obj.keys() <= ENVELOPE_KEYS:
+        extra = sorted(str(k) for k in obj if k not in ENVELOPE_KEYS)
+        raise InvalidEnvelope(f"{where}: unknown envelope keys {extra} (R2)")
     event_type = obj.get("type")
     if type(event_type) is not str or not event_type:
         raise InvalidEnvelope(f"{where}: type must be a non-empty string (R2)")
-    seq = safe_int(obj.get("seq"))
+    seq = obj.get("seq")
+    if type(seq) is not int or seq > MAX_SAFE_INTEGER:
+        seq = safe_int(seq)
     if seq is None or seq < 0:
         raise InvalidEnvelope(
             f"{where}: seq must be a non-negative safe integer, got {obj.get('seq')!r} (R2)"
         )
-    time = safe_int(obj.get("time"))
+    time = obj.get("time")
+    if type(time) is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
+        time = safe_int(time)
     if time is None:
         raise InvalidEnvelope(f"{where}: time must be a safe integer, got {obj.get('time')!r} (R2)")
     if "data" not in obj:
@@ -92,8 +105,13 @@ def parse_source_seqs(value: Any, where: str) -> tuple[int, ...]:
     """R7a and R7c: the citations as a tuple of non-negative ints."""
     if type(value) not in (list, tuple, FrozenArray):
         raise ProvenanceError(f"{where}: sourceEventSeqs must be an array (R7a)")
+    items = raw(value)
+    if all(type(s) is int for s in items) and (
+        not items or (min(items) >= 0 and max(items) <= MAX_SAFE_INTEGER)
+    ):
+        return tuple(items)
     seqs = []
-    for item in raw(value):
+    for item in items:
         s = safe_int(item)
         if s is None or s < 0:
             raise ProvenanceError(

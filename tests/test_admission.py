@@ -989,3 +989,10 @@ def test_session_header_h2_and_h4() -> None:
 def test_session_header_unknown_keys_are_dropped() -> None:
     log = SessionLog.empty(header={**GOOD_HEADER, "cwd": "/tmp", "future": 1})
     assert log.header is not None and log.header.cwd == "/tmp" and log.header.created_at == 5
+
+
+def test_regression_unhashable_type_is_an_invalid_envelope() -> None:
+    # Found by test_seed_and_restore_raise_only_kernel_errors: a list `type` reached a set look-up.
+    for build in (SessionLog.restore, lambda e: SessionLog.seed(e, now=0)):
+        with pytest.raises(InvalidEnvelope):
+            build([{"type": [], "seq": 0, "time": 0, "data": None}])

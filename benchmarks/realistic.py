@@ -1,0 +1,122 @@
+"""A seeded generator of realistic session logs (wire dicts) for benchmarks.
+
+Shaped like a model loop's output: turns of a user prompt and 1-4 steps, each
+step a request header when it changes, a streamed answer (text and tool-call
+delta runs that pack into chunk rows), the assistant message citing its chunks,
+tool calls and results; now and then a compaction between turns. Deterministic
+for a given seed; no Hypothesis, so it scales to millions of events.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+__all__ = ("realistic_log",)
+
+WORDS = (
+    "the file list shows three modules and a test suite that covers the parser and "
+    "the writer so the next step reads the config then runs the build"
+).split()
+
+TOOLS = [
+    {"name": n, "description": f"{n} tool", "parameters": {"type": "object", "properties": {}}}
+    for n in ("ls", "read", "grep", "edit")
+]
+
+
+class _Writer:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.events: list[dict[str, Any]] = []
+        self.time = 1_760_000_000_000
+        self.nodes: list[int] = []
+
+    def add(self, event_type: str, data: Any, **envelope: Any) -> int:
+        seq = len(self.events)
+        self.time += self.rng.randint(0, 40)
+        event = {"type": event_type, "seq": seq, "time": self.time, "data": data, **envelope}
+        self.events.append(event)
+        if "surfaceOp" in envelope:
+            op = envelope["surfaceOp"]
+            if op == "append":
+                self.nodes.append(seq)
+            else:
+                i, j = self.nodes.index(op["start"]), self.nodes.index(op["end"])
+                self.nodes[i : j + 1] = [seq]
+        return seq
+
+    def text(self, n: int) -> str:
+        return " ".join(self.rng.choice(WORDS) for _ in range(n))
+
+
+def _step(w: _Writer, turn: int, step: int, header_state: dict[str, Any]) -> None:
+    rng = w.rng
+    w.add("step/start", {"turn": turn, "step": step})
+    tools = TOOLS[: 2 + (turn // 7) % 3]
+    header = {"config": {"provider": "deepseek", "model": "deepseek-chat"}, "system": "You help.", "tools": tools}
+    if header_state.get("header") != header:
+        reason = "initial" if "header" not in header_state else "change"
+        w.add("request/header", {"header": header, "reason": reason})
+        header_state["header"] = header
+    chunks: list[int] = []
+    content: list[dict[str, Any]] = []
+    words = [w.text(1) + " " for _ in range(rng.randint(5, 40))]
+    chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}))
+    for word in words:
+        chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": word}}))
+    text = "".join(words)
+    chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}}}))
+    content.append({"type": "text", "text": text})
+    calls = rng.choice((0, 0, 1, 1, 2)) if step < 4 else 0
+    for k in range(calls):
+        call_id = f"call-{turn}-{step}-{k}"
+        name = rng.choice(tools)["name"]
+        args = '{"path": "src/' + w.text(1) + '.py"}'
+        pieces = [args[i : i + 4] for i in range(0, len(args), 4)]
+        index = k + 1
+        chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": pieces[0]}}))
+        for piece in pieces[1:]:
+            chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": piece}}))
+        content.append({"type": "tool-call", "id": call_id, "name": name, "arguments": args})
+    chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "finish", "reason": {"kind": "tool-calls" if calls else "stop"}}}))
+    message = {"id": f"a-{turn}-{step}", "role": "assistant", "content": content, "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}}
+    w.add(
+        "assistant/message",
+        {"turn": turn, "step": step, "message": message, "usage": {"inputTokens": rng.randint(100, 9000), "outputTokens": len(chunks)}},
+        sourceEventSeqs=chunks,
+        surfaceOp="append",
+    )
+    for block in content[1:]:
+        call_seq = w.add("tool/call", {"turn": turn, "step": step, "callId": block["id"], "name": block["name"], "arguments": block["arguments"]})
+        output = [{"type": "text", "text": w.text(rng.randint(5, 60))}]
+        result = {
+            "id": f"r-{block['id']}",
+            "role": "user",
+            "content": [{"type": "tool-result", "toolCallId": block["id"], "content": output, "isError": False}],
+            "source": {"kind": "tool", "callId": block["id"]},
+        }
+        w.add("tool/result", {"turn": turn, "step": step, "message": result}, sourceEventSeqs=[call_seq], surfaceOp="append")
+    w.add("step/end", {"turn": turn, "step": step})
+
+
+def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
+    """At least `n_events` wire events of whole turns (the last turn is closed)."""
+    w = _Writer(seed)
+    header_state: dict[str, Any] = {}
+    turn = 0
+    while len(w.events) < n_events:
+        turn += 1
+        if turn % 40 == 0 and len(w.nodes) > 2:
+            shadowed = list(w.nodes[:-1])
+            summary = {"id": f"summary-{turn}", "role": "user", "content": [{"type": "text", "text": w.text(30)}], "source": {"kind": "plugin", "plugin": "compact"}}
+            w.add("user/message", summary, surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]}, sourceEventSeqs=shadowed)
+        w.add("turn/start", {"turn": turn})
+        prompt = {"id": f"u-{turn}", "role": "user", "content": [{"type": "text", "text": w.text(12)}], "source": {"kind": "user"}}
+        w.add("user/message", prompt, surfaceOp="append")
+        for step in range(1, w.rng.randint(1, 4) + 1):
+            _step(w, turn, step, header_state)
+        if turn % 5 == 0:
+            w.add("todo/write", {"todos": [{"content": w.text(4), "status": "pending"}]})
+        w.add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    return w.events
