@@ -272,12 +272,13 @@ def freeze(value: Any) -> Any:
 _SCALARS = (str, type(None), bool)
 
 
-def _reject(detail: str, path: list[str]) -> NotLosslessJson:
-    where = "".join(path) or "value"
+def _reject(detail: str, path: list[Any]) -> NotLosslessJson:
+    # The path holds raw keys and indices; it is spelled out only when something is wrong.
+    where = "".join(f"[{key!r}]" for key in path) or "value"
     return NotLosslessJson(f"{where}: {detail}")
 
 
-def _check_scalar(value: Any, path: list[str]) -> Any:
+def _check_scalar(value: Any, path: list[Any]) -> Any:
     t = type(value)
     if t is str or t is bool or value is None:
         return value
@@ -309,7 +310,7 @@ def admit_json(value: Any) -> Any:
     root: list[Any] = []
     # Each frame: (source items iterator, destination container, id of source, path length)
     active: set[int] = set()
-    path: list[str] = []
+    path: list[Any] = []
     stack: list[tuple[Iterator[tuple[Any, Any]], Any, int]] = []
 
     def enter(src: Any, slot_parent: Any, slot_key: Any) -> None:
@@ -341,12 +342,9 @@ def admit_json(value: Any) -> Any:
         advanced = False
         for key, child in items:
             is_obj = type(dst) is dict
-            if is_obj:
-                if type(key) is not str:
-                    raise _reject(f"object key {key!r} is not a str", path)
-                path.append(f"[{key!r}]")
-            else:
-                path.append(f"[{key}]")
+            if is_obj and type(key) is not str:
+                raise _reject(f"object key {key!r} is not a str", path)
+            path.append(key)
             ct = type(child)
             if ct is dict or ct is list or ct is FrozenObject or ct is FrozenArray:
                 enter(child, dst, key if is_obj else None)
