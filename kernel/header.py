@@ -35,7 +35,6 @@ _ABSENT: Final = object()
 
 _CONFIG_FIELDS: Final = ("provider", "model", "reasoningEffort", "temperature", "maxTokens")
 _MARKERS: Final = ("reasoningEffort", "maxTokens")
-_CANONICAL_ORDER: Final = ("config", "adapterDefaults", "system", "tools")
 
 
 def _is_array(value: Any) -> bool:
@@ -273,7 +272,7 @@ def _snapshot(event: Event) -> FrozenObject:
 def step_request_header(header: Any, event: Event) -> Any:
     """The header in force after one more event: its canonical snapshot, else `header`.
 
-    The bare step `SessionLog` keeps incrementally; `RequestHeaderState.step` wraps it.
+    The step on the bare value, as `SessionLog` keeps it; `RequestHeaderState.step` wraps it.
     """
     if event.type != REQUEST_HEADER:
         return header
@@ -290,7 +289,7 @@ class RequestHeaderState:
         """The state after one more event; only `request/header` events change it."""
         if event.type != REQUEST_HEADER:
             return self
-        return RequestHeaderState(_snapshot(event))
+        return RequestHeaderState(step_request_header(self.header, event))
 
 
 def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:

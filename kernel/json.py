@@ -230,16 +230,35 @@ def _rebuild(raw_value: Any, lossless: bool) -> Any:
     return _view(raw_value, lossless)
 
 
-def _hash_key(value: Any) -> Any:
-    """A hashable stand-in, iterative so deep values do not hit the recursion limit."""
-    return _encode_for_hash(value)
+def _hash_key(value: Any) -> int:
+    """A hash consistent with `==` on the raw containers: member order ignored, 1 == 1.0 == True.
 
-
-def _encode_for_hash(value: Any) -> str:
-    # Lazy import: the text module depends on this one.
-    from kernel.jsontext import encode_json
-
-    return encode_json(value)
+    Computed bottom-up with an explicit stack, so deep values do not hit the recursion limit.
+    """
+    results: list[int] = []
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, children_done = stack.pop()
+        t = type(item)
+        if t is dict:
+            if children_done:
+                hashes = results[len(results) - len(item) :]
+                del results[len(results) - len(item) :]
+                results.append(hash(frozenset(zip(item, hashes, strict=True))))
+            else:
+                stack.append((item, True))
+                stack.extend((child, False) for child in reversed(item.values()))
+        elif t is list or t is tuple:
+            if children_done:
+                hashes = results[len(results) - len(item) :]
+                del results[len(results) - len(item) :]
+                results.append(hash(("list", *hashes)))
+            else:
+                stack.append((item, True))
+                stack.extend((child, False) for child in reversed(item))
+        else:
+            results.append(hash(item))
+    return results[0]
 
 
 def view(value: Any, *, lossless: bool = False) -> Any:

@@ -29,6 +29,8 @@ __all__ = (
 
 _MAX_ARRAY_INDEX = 2**32 - 2
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONG_DIGITS = re.compile(rb"[0-9]{16}")
+"""Any integer beyond ±(2**53 - 1) is spelled with 16 or more digits."""
 
 
 def is_array_index(key: str) -> bool:
@@ -180,22 +182,51 @@ def _refuse_constant(token: str) -> Any:
     raise ValueError(f"{token} is not JSON")
 
 
+def _unsafe_ints_as_doubles(value: Any) -> Any:
+    """Read integers beyond ±(2**53 - 1) as the doubles a JSON reader with IEEE numbers gets."""
+    if type(value) is int:
+        return float(value) if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else value
+    stack = [value]
+    while stack:
+        container = stack.pop()
+        pairs = container.items() if type(container) is dict else enumerate(container)
+        for key, item in pairs:
+            t = type(item)
+            if t is int:
+                if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                    container[key] = _to_double(item)
+            elif t is dict or t is list:
+                stack.append(item)
+    return value
+
+
+def _to_double(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
+
+
 def parse_json(data: bytes | str) -> Any:
     """Parse one strict RFC 8259 JSON text (strict UTF-8); raises ValueError.
 
-    orjson reads almost everything; the standard library reads what orjson
-    refuses but JSON allows (lone-surrogate escapes, numbers beyond a double,
-    which become infinities as in JavaScript).
+    Numbers read as a JavaScript reader reads them: an integer beyond
+    ±(2**53 - 1) becomes the nearest double, a literal beyond any double an
+    infinity. orjson reads almost everything; the standard library reads what
+    orjson refuses but JSON allows (lone-surrogate escapes, `1e400`).
     """
+    raw_bytes = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        pass
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
-    try:
-        return _stdlib_json.loads(text, parse_constant=_refuse_constant)
-    except RecursionError:
-        raise ValueError("JSON nesting deeper than this reader supports") from None
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        try:
+            value = _stdlib_json.loads(text, parse_constant=_refuse_constant)
+        except RecursionError:
+            raise ValueError("JSON nesting deeper than this reader supports") from None
+    if _LONG_DIGITS.search(raw_bytes):
+        value = _unsafe_ints_as_doubles(value)
+    return value
 
 
 def _int_keeping_negative_zero(token: str) -> int | float:

@@ -208,3 +208,14 @@ def test_parser_reads_what_json_allows() -> None:
     assert parse_json(b'"\\ud800"') == "\ud800"
     assert math.isinf(parse_json(b"[1e400]")[0])
     assert parse_json(b' {"a":1}\r') == {"a": 1}
+
+
+def test_regression_equal_frozen_values_hash_equal() -> None:
+    # Found in review: the hash was order-sensitive JSON text while equality is not.
+    assert freeze({"a": 1, "b": 2}) == freeze({"b": 2, "a": 1})
+    assert hash(freeze({"a": 1, "b": 2})) == hash(freeze({"b": 2, "a": 1}))
+    assert hash(freeze([1])) == hash(freeze([True])) == hash(freeze([1.0]))
+    deep: Any = 1
+    for _ in range(20_000):
+        deep = [deep]
+    assert hash(freeze(deep)) == hash(freeze(deep))

@@ -1,0 +1,178 @@
+"""The `session-kernel` command: inspect, verify and repair stored session logs.
+
+    session-kernel inspect LOG [--session ID] [--json]
+    session-kernel verify PATH... [--jobs N] [--json]
+    session-kernel repair LOG [--session ID] [--dry-run] [--json]
+
+LOG is a `.jsonl`, `.jsonl.zstd` or SQLite file. Every decision comes from the
+pure kernel; this package only reads files, commits repairs through the store
+and prints. Bad input ends in one line naming the error class, never a
+traceback; the exit statuses are listed in `kernel.cli.exits`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Sequence
+from importlib import metadata
+
+from kernel.cli import exits
+from kernel.cli.output import error_line
+from kernel.errors import KernelError, UnsupportedFormat
+
+__all__ = ("main", "build_parser")
+
+Command = Callable[[argparse.Namespace, int], int]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("session-kernel")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _run_inspect(args: argparse.Namespace, now: int) -> int:
+    from kernel.cli.inspecting import run_inspect
+
+    return run_inspect(args.log, session=args.session, as_json=args.json, now=now)
+
+
+def _run_verify(args: argparse.Namespace, now: int) -> int:
+    from kernel.cli.verifying import run_verify
+
+    return run_verify(args.paths, jobs=args.jobs, as_json=args.json, now=now)
+
+
+def _run_repair(args: argparse.Namespace, now: int) -> int:
+    from kernel.cli.repairing import run_repair
+
+    return run_repair(
+        args.log, session=args.session, dry_run=args.dry_run, as_json=args.json, now=now
+    )
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return jobs
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=78)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `session-kernel` (each subcommand sets `run`)."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="session-kernel",
+        description=_wrap(
+            "Inspect, verify and repair agent session event logs "
+            "(DeepSeek Harness session log format v0)."
+        ),
+        epilog=exits.EPILOG,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"session-kernel {_version()}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="show what the kernel derives from one log",
+        description=_wrap(
+            "Show a log's header, event counts, turns, surface, derived messages, "
+            "request header in force, repair plan and torn tail. Writes nothing."
+        ),
+        epilog=exits.EPILOG,
+        formatter_class=formatter,
+    )
+    inspect.add_argument("log", metavar="LOG", help=".jsonl, .jsonl.zstd or SQLite file")
+    inspect.add_argument(
+        "--session", metavar="ID", help="the session to show (SQLite; default: all sessions)"
+    )
+    inspect.add_argument("--json", action="store_true", help="print one JSON document")
+    inspect.set_defaults(run=_run_inspect)
+
+    verify = commands.add_parser(
+        "verify",
+        help="check admission, invariants, repairability and tool pairing of many logs",
+        description=_wrap(
+            "Verify every log under the given files and directories (directories "
+            "are searched recursively for *.jsonl, *.jsonl.zstd and SQLite databases): it must "
+            "load, satisfy the relational invariants, repair cleanly, and give a message "
+            "history in which every tool call is answered."
+        ),
+        epilog=exits.EPILOG,
+        formatter_class=formatter,
+    )
+    verify.add_argument("paths", metavar="PATH", nargs="+", help="log files or directories")
+    verify.add_argument(
+        "--jobs", "-j", type=_jobs, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    verify.add_argument("--json", action="store_true", help="print one JSON report")
+    verify.set_defaults(run=_run_verify)
+
+    repair = commands.add_parser(
+        "repair",
+        help="commit crash repair: truncate a torn tail, append closers",
+        description=_wrap(
+            "Commit the repair of one log through the store: truncate its torn "
+            "tail and append the closers of an interrupted final turn, durably. Running it "
+            "again finds nothing to do."
+        ),
+        epilog=exits.EPILOG,
+        formatter_class=formatter,
+    )
+    repair.add_argument("log", metavar="LOG", help=".jsonl, .jsonl.zstd or SQLite file")
+    repair.add_argument(
+        "--session", metavar="ID", help="the session to repair (SQLite; default: all sessions)"
+    )
+    repair.add_argument("--dry-run", action="store_true", help="print the plan and write nothing")
+    repair.add_argument("--json", action="store_true", help="print one JSON document")
+    repair.set_defaults(run=_run_repair)
+    return parser
+
+
+def _target(args: argparse.Namespace) -> str:
+    log = getattr(args, "log", None)
+    return f"{log}: " if log is not None else ""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (see `kernel.cli.exits`)."""
+    args = build_parser().parse_args(argv)
+    now = int(time.time() * 1000)
+    run: Command = args.run
+    try:
+        return run(args, now)
+    except UnsupportedFormat as exc:
+        error_line(f"{_target(args)}{type(exc).__name__}: {exc}")
+        return exits.UNSUPPORTED
+    except KernelError as exc:
+        error_line(f"{_target(args)}{type(exc).__name__}: {exc}")
+        return exits.INVALID
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            _silence_stdout()
+            return exits.INVALID
+        where = exc.filename if exc.filename is not None else _target(args).rstrip(": ")
+        error_line(f"{where}: {exc.strerror or exc}")
+        return exits.USAGE
+    except KeyboardInterrupt:
+        error_line("interrupted")
+        return exits.INTERRUPTED
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so the interpreter's flush stays quiet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

@@ -1,0 +1,219 @@
+"""`session-kernel inspect`: everything the kernel derives from one stored log.
+
+Writes nothing. The report of each session is `analysis.inspection` plus where
+it came from and its torn-tail facts; `--json` prints the reports, otherwise
+they are drawn as tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.text import Text
+
+from kernel.cli import analysis
+from kernel.cli.output import key_values, print_json, seq_ranges, stdout_console, table, text
+from kernel.cli.sources import JSONL, SQLITE, Opened, kind_of, open_logs
+
+__all__ = ("report", "run_inspect", "render")
+
+
+def report(opened: Opened) -> dict[str, Any]:
+    """The inspect report of one session: source, header, folds, repair plan, torn tail."""
+    body = analysis.inspection(opened.header_json(), opened.stored, opened.closers)
+    repair = body["repair"]
+    repair["needed"] = opened.torn or bool(opened.closers)
+    tail = opened.tail
+    if opened.torn and tail.get("committedBytes") is not None:
+        repair["truncateTo"] = tail["committedBytes"]
+        repair["truncateBytes"] = tail["totalBytes"] - tail["committedBytes"]
+    elif opened.torn:
+        repair["deleteFromSeq"] = tail.get("tornFromSeq")
+    return {
+        "source": {"path": opened.path, "format": opened.kind, "session": opened.session},
+        **body,
+        "tail": opened.tail,
+    }
+
+
+def _content(items: Sequence[dict[str, Any]]) -> Text:
+    out = Text()
+    for index, item in enumerate(items):
+        if index:
+            out.append(" | ", style="dim")
+        kind = item.get("type")
+        if kind in ("text", "reasoning"):
+            if kind == "reasoning":
+                out.append("reasoning: ", style="dim")
+            out.append(str(item.get("preview", "")))
+        elif kind == "tool-call":
+            out.append("call ", style="cyan")
+            out.append(f"{item.get('name')} ({item.get('id')})")
+        elif kind == "tool-result":
+            out.append("result ", style="cyan")
+            out.append(str(item.get("toolCallId")))
+            if item.get("isError"):
+                out.append(" error", style="red")
+        else:
+            out.append(f"[{kind}]", style="dim")
+    return out
+
+
+def _turn_rows(turns: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for turn in turns:
+        state = text("open", "bold red") if turn["open"] else text("closed", "green")
+        rows.append(
+            [turn["turn"], turn["startSeq"], turn["endSeq"], turn["steps"], turn["reason"], state]
+        )
+    return rows
+
+
+def _tail_pairs(tail: dict[str, Any]) -> list[tuple[str, Any]]:
+    if not tail.get("torn"):
+        return [("torn tail", text("no", "green"))]
+    pairs: list[tuple[str, Any]] = [("torn tail", text("yes", "yellow"))]
+    labels = (
+        ("committedBytes", "committed region ends at byte"),
+        ("totalBytes", "total bytes"),
+        ("tornFrameStart", "torn frame starts at byte"),
+        ("recoveredEvents", "events recovered from torn frame"),
+        ("tornFromSeq", "torn rows from seq"),
+        ("droppedRecords", "records dropped"),
+        ("reason", "why"),
+    )
+    pairs.extend((label, tail[key]) for key, label in labels if tail.get(key) is not None)
+    return pairs
+
+
+def _truncation(repair: dict[str, Any]) -> list[tuple[str, Any]]:
+    if "truncateTo" in repair:
+        cut = f"{repair['truncateBytes']} byte(s), back to byte {repair['truncateTo']}"
+        return [("torn tail to truncate", cut)]
+    if "deleteFromSeq" in repair:
+        return [("torn rows to delete", f"from seq {repair['deleteFromSeq']} on")]
+    return []
+
+
+def render(doc: dict[str, Any]) -> Group:
+    """The tables of one inspect report."""
+    source = doc["source"]
+    title = Text.assemble(
+        ("session ", "bold"),
+        (str(source["session"]), "bold cyan"),
+        (f"  {source['path']} ({source['format']})", "dim"),
+    )
+    parts: list[Any] = [title]
+    parts.append(key_values("Header", list((doc["header"] or {}).items())))
+    events = doc["events"]
+    parts.append(
+        table(
+            f"Events ({events['total']})",
+            ("type", "count"),
+            list(events["byType"].items()),
+        )
+    )
+    parts.append(
+        table(
+            "Turns",
+            ("turn", "start", "end", "steps", "end reason", "state"),
+            _turn_rows(doc["turns"]),
+        )
+    )
+    surface = doc["surface"]
+    parts.append(
+        key_values(
+            "Surface",
+            [("nodes", len(surface["nodes"])), ("seqs", seq_ranges(surface["nodes"]))],
+        )
+    )
+    if surface["replacements"]:
+        parts.append(
+            table(
+                "Replacements",
+                ("seq", "start", "end", "shadowed"),
+                [
+                    [r["seq"], r["start"], r["end"], seq_ranges(r["shadowed"])]
+                    for r in surface["replacements"]
+                ],
+            )
+        )
+    parts.append(
+        table(
+            f"Messages ({len(doc['messages'])})",
+            ("#", "seq", "role", "id", "content"),
+            [
+                [i, m["seq"], m["role"], m["id"], _content(m["content"])]
+                for i, m in enumerate(doc["messages"])
+            ],
+        )
+    )
+    header = doc["requestHeader"]
+    parts.append(
+        key_values(
+            "Request header in force",
+            [("none", "no request/header in the log")]
+            if header is None
+            else [
+                ("provider / model", f"{header['provider']} / {header['model']}"),
+                ("tools", header["tools"]),
+                ("system prompt", f"{header['systemPromptLength']} chars"),
+            ],
+        )
+    )
+    repair = doc["repair"]
+    open_turn = (
+        text("yes: the last turn is open", "bold red") if doc["lastTurnOpen"] else text("no")
+    )
+    parts.append(
+        key_values(
+            "Repair",
+            [
+                ("last turn open", open_turn),
+                ("repair needed", repair["needed"]),
+                *_truncation(repair),
+                ("closers to append", len(repair["closers"])),
+            ],
+        )
+    )
+    if repair["closers"]:
+        parts.append(
+            table(
+                "Closers a repair would append",
+                ("seq", "type", "call id", "error code"),
+                [
+                    [c["seq"], c["type"], c.get("callId"), c.get("errorCode")]
+                    for c in repair["closers"]
+                ],
+            )
+        )
+    parts.append(key_values("Tail", _tail_pairs(doc["tail"])))
+    return Group(*parts)
+
+
+def run_inspect(path: str, *, session: str | None, as_json: bool, now: int) -> int:
+    """Inspect one log file (every session of a SQLite database unless `session` is given)."""
+    kind = kind_of_path(path)
+    reports = [report(opened) for opened in open_logs(path, kind, session=session, now=now)]
+    if as_json:
+        print_json(reports[0] if len(reports) == 1 and kind != SQLITE else reports)
+        return 0
+    console: Console = stdout_console()
+    for index, doc in enumerate(reports):
+        if index:
+            console.rule()
+        console.print(render(doc))
+    if not reports:
+        console.print(Text("no sessions in this database", style="yellow"))
+    return 0
+
+
+def kind_of_path(path: str) -> str:
+    """The kind of an explicitly named file: by name or magic bytes, else plain JSONL."""
+    target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(21, "is a directory (inspect takes one log file)", path)
+    return kind_of(target) or JSONL

@@ -1,0 +1,116 @@
+"""`session-kernel repair`: commit crash repair through the store, once.
+
+The store plans the repair from the stored bytes with the pure load pipeline
+(truncate the torn tail, append the interrupted turn's closers) and commits it
+durably; `--dry-run` asks for the plan only. A repaired log plans nothing, so a
+second run reports that there is nothing to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+
+from kernel.cli import analysis, exits
+from kernel.cli.inspecting import kind_of_path
+from kernel.cli.output import key_values, print_json, stdout_console, table, text
+from kernel.cli.sources import SQLITE, open_log
+from kernel.cli.sqlite import repair_sqlite
+from kernel.store.jsonl import repair_file
+from kernel.store.results import RepairReport
+
+__all__ = ("repair_document", "run_repair", "render")
+
+
+def repair_document(report: RepairReport, *, dry_run: bool) -> dict[str, Any]:
+    """The JSON description of one repair (planned or committed)."""
+    return {
+        "location": report.location,
+        "dryRun": dry_run,
+        "needed": report.needed,
+        "committed": report.committed,
+        "torn": report.torn,
+        "tornFromSeq": report.torn_from_seq,
+        "truncateTo": report.truncate_to,
+        "removedBytes": report.removed_bytes,
+        "droppedRecords": report.dropped_records,
+        "tornReason": report.torn_reason,
+        "recoveredEvents": len(report.recovered),
+        "closers": analysis.closers(report.closers),
+    }
+
+
+def render(doc: dict[str, Any]) -> Group:
+    """What a repair did (or, with --dry-run, would do), in words and a closer table."""
+    verb_cut, verb_add = (
+        ("would truncate", "would append") if doc["dryRun"] else ("truncated", "appended")
+    )
+    title = Text.assemble(("repair ", "bold"), (doc["location"], "bold cyan"))
+    if doc["dryRun"]:
+        title.append("  (dry run: nothing written)", style="yellow")
+    if not doc["needed"]:
+        return Group(title, Text("nothing to repair: the log is balanced and has no torn tail"))
+    pairs: list[tuple[str, Any]] = []
+    if doc["torn"]:
+        if doc["truncateTo"] is not None:
+            pairs.append(
+                (
+                    "torn tail",
+                    f"{verb_cut} {doc['removedBytes']} byte(s): file cut back to byte "
+                    f"{doc['truncateTo']}",
+                )
+            )
+        else:
+            verb_delete = "would delete" if doc["dryRun"] else "deleted"
+            pairs.append(("torn tail", f"{verb_delete} rows from seq {doc['tornFromSeq']} on"))
+        pairs.append(("records dropped", doc["droppedRecords"]))
+        pairs.append(("why", doc["tornReason"]))
+        if doc["recoveredEvents"]:
+            pairs.append(
+                ("recovered", f"{doc['recoveredEvents']} event(s) from the torn frame rewritten")
+            )
+    else:
+        pairs.append(("torn tail", "none"))
+    pairs.append(("closers", f"{verb_add} {len(doc['closers'])}"))
+    parts: list[Any] = [title, key_values("Repair", pairs)]
+    if doc["closers"]:
+        parts.append(
+            table(
+                "Closers",
+                ("seq", "type", "call id", "error code"),
+                [
+                    [c["seq"], c["type"], c.get("callId"), c.get("errorCode")]
+                    for c in doc["closers"]
+                ],
+            )
+        )
+    if not doc["dryRun"] and doc["committed"]:
+        parts.append(text("committed durably", "green"))
+    return Group(*parts)
+
+
+def _reports(
+    path: str, kind: str, session: str | None, dry_run: bool, now: int
+) -> list[RepairReport]:
+    if kind == SQLITE:
+        return repair_sqlite(path, session=session, dry_run=dry_run, now=now)
+    if session is not None:
+        open_log(path, kind, session=session, now=now)  # CorruptLog when the file holds another id
+    return [repair_file(path, now=now, dry_run=dry_run)]
+
+
+def run_repair(path: str, *, session: str | None, dry_run: bool, as_json: bool, now: int) -> int:
+    """Repair one log file (every session of a SQLite database unless `session` is given)."""
+    kind = kind_of_path(path)
+    docs = [
+        repair_document(r, dry_run=dry_run) for r in _reports(path, kind, session, dry_run, now)
+    ]
+    if as_json:
+        print_json(docs[0] if len(docs) == 1 and kind != SQLITE else docs)
+        return exits.OK
+    console = stdout_console()
+    for doc in docs:
+        console.print(render(doc))
+    return exits.OK

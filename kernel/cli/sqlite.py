@@ -1,0 +1,84 @@
+"""SQLite session databases for the command, through `kernel.store.sqlite.SqliteStore`.
+
+The store creates its schema in a pristine database when it opens one; the
+command must never write while inspecting or verifying, so a database is first
+probed read-only and refused (`ForeignStore`) unless it already carries the
+session schema's identity. SQLite's own errors become one-line `StoreError`s.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kernel.store.errors import ForeignStore, SessionNotFound, StoreError
+from kernel.store.results import RepairReport, StoredSession
+from kernel.store.sqlite import APPLICATION_ID, USER_VERSION, SqliteStore
+
+__all__ = ("sqlite_sessions", "inspect_sqlite", "repair_sqlite")
+
+
+def _probe(path: str) -> None:
+    """Refuse, without writing, a database that does not already hold the session schema."""
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise ForeignStore(f"not a readable SQLite database ({exc})") from None
+    if (app_id, user_version) != (APPLICATION_ID, USER_VERSION):
+        raise ForeignStore(
+            f"not a session database (application_id {app_id:#x}, "
+            f"user_version {user_version}; expected {APPLICATION_ID:#x} and {USER_VERSION})"
+        )
+
+
+@contextmanager
+def _store(path: str) -> Iterator[SqliteStore]:
+    _probe(path)
+    try:
+        store = SqliteStore(path)
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite error: {exc}") from None
+    try:
+        yield store
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite error: {exc}") from None
+    finally:
+        store.close()
+
+
+def sqlite_sessions(path: str, *, session: str | None) -> list[str]:
+    """The ids of the sessions stored in a database (sorted), or `[session]` if it is stored."""
+    with _store(path) as store:
+        ids = [header.id for header in store.list()]
+    if session is None:
+        return ids
+    if session not in ids:
+        raise SessionNotFound(f"no stored session {session!r} in this database")
+    return [session]
+
+
+def inspect_sqlite(path: str, *, session: str, now: int) -> StoredSession:
+    """The balanced view of one stored session and the repair a load would commit; no writes."""
+    with _store(path) as store:
+        return store.inspect(session, now=now)
+
+
+def repair_sqlite(path: str, *, session: str | None, dry_run: bool, now: int) -> list[RepairReport]:
+    """Commit (or with `dry_run` only plan) the repair of one or every stored session."""
+    ids = sqlite_sessions(path, session=session)
+    reports: list[RepairReport] = []
+    with _store(path) as store:
+        for sid in ids:
+            if dry_run:
+                reports.append(store.inspect(sid, now=now).repair)
+            else:
+                reports.append(store.load(sid, now=now).repair)
+    return reports

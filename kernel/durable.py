@@ -1,0 +1,583 @@
+"""JSONL bytes to a durable prefix and back (persistence.md §2-§5): header line, records, torn tail.
+
+The rule to keep in mind: damage is tolerated only after the last real
+`turn/end` (a torn tail, removed by repair); the same damage before it is
+corruption. Everything here takes and returns bytes: no file I/O, no clock.
+Zstandard framing lives in `kernel.frames` and reuses the scanner below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from kernel.admission import check_legacy, check_message_shape
+from kernel.chunks import ROW_TAGS, expand_row_wire, pack_chunk_rows
+from kernel.codec import event_from_wire, event_to_wire, header_from_json
+from kernel.errors import (
+    CorruptLog,
+    KernelError,
+    MalformedChunkRow,
+    UnknownEventType,
+    UnsupportedFormat,
+)
+from kernel.events import (
+    DEFAULT_KNOWN_TYPES,
+    LEGACY_TYPES,
+    REQUEST_HEADER,
+    SURFACE_TYPES,
+    TURN_END,
+    Event,
+    SessionHeader,
+)
+from kernel.json import FrozenObject, is_number, safe_int, view
+from kernel.jsontext import (
+    encode_json_bytes,
+    format_number,
+    parse_json,
+    parse_json_keeping_negative_zero,
+)
+from kernel.log import SessionLog
+from kernel.repair import wire_closers
+
+__all__ = (
+    "Scan",
+    "Loaded",
+    "TornFrame",
+    "RawScan",
+    "scan_jsonl",
+    "load_jsonl",
+    "write_jsonl",
+    "encode_records",
+    "header_line",
+    "parse_header_line",
+    "scan_records",
+    "plan_load",
+    "scan_result",
+    "loaded_result",
+    "as_stored_bytes",
+)
+
+_RETIRED_HEADER_KEYS: Final = ("sandboxMode", "approvalPolicy")
+_OPTIONAL_HEADER_KEYS: Final = ("cwd", "parentSession", "seedLength", "origin")
+
+
+@attrs.frozen
+class TornFrame:
+    """A Zstandard frame the data ends inside (persistence.md §8 step 6).
+
+    `truncate_to` is the frame's start offset (repair truncates there);
+    `recovered` are the complete, contiguous events decoded from its readable
+    part, which repair rewrites as a new frame together with the closers.
+    """
+
+    truncate_to: int
+    recovered: tuple[Event, ...] = ()
+
+
+@attrs.frozen
+class Scan:
+    """The physical scan of a stored log: its header record and durable prefix.
+
+    `header` is the in-memory header record read from line 1 (a `FrozenObject`
+    with camelCase keys, unknown keys dropped, not yet admitted: a relative
+    `cwd` scans and fails only at load). `events` is the valid contiguous
+    prefix; bytes from `committed_bytes` to `total_bytes` are a torn tail that
+    repair removes. `dropped_records` counts the stored lines (a final line
+    without its newline included) outside the prefix and `torn_reason` says why
+    the tail was cut. For Zstandard logs `torn_frame` marks an incomplete last
+    frame; its recovered events are the tail of `events`.
+    """
+
+    header: FrozenObject
+    events: tuple[Event, ...]
+    committed_bytes: int
+    total_bytes: int
+    dropped_records: int = 0
+    torn_reason: str | None = None
+    torn_frame: TornFrame | None = None
+
+    @property
+    def torn(self) -> bool:
+        """Whether the stored bytes end in a torn tail."""
+        return self.committed_bytes < self.total_bytes
+
+
+@attrs.frozen
+class Loaded:
+    """A loaded log: the admitted header and the balanced events (`prefix + closers`).
+
+    `events` never holds an end-seed marker (the constructor of a live session
+    adds it). `torn` is `committed_bytes < total_bytes`; the other tail fields
+    are as in `Scan`.
+    """
+
+    header: SessionHeader
+    events: tuple[Event, ...]
+    closers: tuple[Event, ...]
+    committed_bytes: int
+    total_bytes: int
+    torn: bool
+    dropped_records: int = 0
+    torn_reason: str | None = None
+    torn_frame: TornFrame | None = None
+
+
+@attrs.frozen
+class RawScan:
+    """A scan before any event is built: plain wire dicts the kernel owns (parser output)."""
+
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+    committed_bytes: int
+    total_bytes: int
+    dropped_records: int = 0
+    torn_reason: str | None = None
+    torn_frame_start: int | None = None
+    recovered_from: int = 0
+
+
+# -- the header line (events.md §2.2, persistence.md §3.1) --------------------------------------
+
+
+def _negative_zero(value: Any) -> bool:
+    return type(value) is float and value == 0.0 and math.copysign(1.0, value) < 0
+
+
+def _header_count(value: Any) -> int | None:
+    """A non-negative safe integer that is not negative zero, else None."""
+    if _negative_zero(value):
+        return None
+    v = safe_int(value)
+    return v if v is not None and v >= 0 else None
+
+
+def _spell_version(version: Any) -> str:
+    if type(version) is float and not math.isfinite(version):
+        return "Infinity" if version > 0 else "-Infinity"
+    return format_number(version)
+
+
+def _spell_id(value: Any) -> str:
+    if type(value) is str:
+        return value
+    if value is None:
+        return "(unknown)"
+    try:
+        return encode_json_bytes(value).decode("utf-8")
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _refuse_version(obj: dict[str, Any], version: Any) -> UnsupportedFormat:
+    session = _spell_id(obj.get("id"))
+    spelled = _spell_version(version)
+    if version > 0:
+        return UnsupportedFormat(
+            f"session {session}: the log was written in format v{spelled} by a newer writer; "
+            "this reader only reads v0; upgrade the reader to open it"
+        )
+    return UnsupportedFormat(
+        f"session {session}: the log uses format v{spelled}, older than the supported v0, "
+        "and no upgrade path exists"
+    )
+
+
+def _header_shape_problem(value: Any) -> str | None:
+    if type(value) is not dict:
+        return "it is not a JSON object"
+    if value.get("type") != "session":
+        return 'type is not "session"'
+    if not is_number(value.get("version")):
+        return "version is not a number"
+    if type(value.get("id")) is not str:
+        return "id is not a string"
+    if _header_count(value.get("createdAt")) is None:
+        return "createdAt is not a non-negative safe integer"
+    if _header_count(value.get("delegationDepth")) is None:
+        return "delegationDepth is missing or not a non-negative safe integer"
+    if "origin" in value and value["origin"] != "subagent":
+        return 'origin is not "subagent"'
+    if "agentPreset" in value and type(value["agentPreset"]) is not str:
+        return "agentPreset is not a string"
+    return None
+
+
+def parse_header_line(line: bytes) -> dict[str, Any]:
+    """The in-memory header record of a header line (without its newline), per §3.1 steps 2-6.
+
+    Version first: a numeric `version` other than 0 is `UnsupportedFormat`;
+    anything else wrong is `CorruptLog`. Only the shape checks of events.md
+    §2.2 run here; `cwd` and the other fields are admitted at load.
+    """
+    try:
+        value = parse_json_keeping_negative_zero(line)
+    except ValueError as exc:
+        raise CorruptLog(f"header line is not valid JSON: {exc}") from None
+    if type(value) is dict:
+        version = value.get("version")
+        if is_number(version) and version != 0:
+            raise _refuse_version(value, version)
+    problem = _header_shape_problem(value)
+    if problem is not None:
+        raise CorruptLog(f"first line is not a session header: {problem}")
+    for key in _RETIRED_HEADER_KEYS:
+        if key in value:
+            raise CorruptLog(f"first line is not a session header: retired key {key!r}")
+    record: dict[str, Any] = {
+        "version": 0,
+        "id": value["id"],
+        "createdAt": _header_count(value["createdAt"]),
+    }
+    for key in _OPTIONAL_HEADER_KEYS:
+        if key in value:
+            record[key] = value[key]
+    record["delegationDepth"] = _header_count(value["delegationDepth"])
+    if "agentPreset" in value:
+        record["agentPreset"] = value["agentPreset"]
+    return record
+
+
+def header_line(header: SessionHeader | Mapping[str, Any]) -> bytes:
+    """The JSONL header line, without its newline, in the key order of events.md §2.2.
+
+    A mapping is admitted first (admission.md §6). `delegationDepth` is always
+    written (absent means 0).
+    """
+    if not isinstance(header, SessionHeader):
+        header = header_from_json(header)
+    line: dict[str, Any] = {
+        "type": "session",
+        "version": header.version,
+        "id": header.id,
+        "createdAt": header.created_at,
+    }
+    if header.cwd is not None:
+        line["cwd"] = header.cwd
+    if header.parent_session is not None:
+        line["parentSession"] = header.parent_session
+    if header.seed_length is not None:
+        line["seedLength"] = header.seed_length
+    if header.origin is not None:
+        line["origin"] = header.origin
+    line["delegationDepth"] = 0 if header.delegation_depth is None else header.delegation_depth
+    if header.agent_preset is not None:
+        line["agentPreset"] = header.agent_preset
+    return encode_json_bytes(line)
+
+
+# -- records (persistence.md §3.2) --------------------------------------------------------------
+
+
+def scan_records(
+    buf: bytes, start: int, records: list[dict[str, Any]], *, first_line: int, label: str = "line"
+) -> tuple[int, int, str | None]:
+    """Scan the records of `buf` from offset `start`, extending `records` with the prefix.
+
+    Seqs continue from `len(records)`. Returns `(committed, dropped, reason)`:
+    the offset just past the last record kept, how many lines (a final line
+    without its newline included) were not kept, and why the tail was cut
+    (None when nothing was). Raises `CorruptLog` when damage precedes a record
+    holding a real `turn/end`. `first_line` numbers the first line for messages.
+    """
+    find = buf.find
+    append = records.append
+    expected = len(records)
+    committed = start
+    issue: str | None = None
+    pos = start
+    line_no = first_line - 1
+    kept_lines = 0
+    while True:
+        nl = find(b"\n", pos)
+        if nl == -1:
+            break
+        line = buf[pos:nl]
+        end = nl + 1
+        pos = end
+        line_no += 1
+        try:
+            value = parse_json(line)
+        except ValueError as exc:
+            if issue is None:
+                issue = f"unparsable record at {label} {line_no}: {exc}"
+            continue
+        if type(value) is not dict:
+            if issue is None:
+                issue = f"record at {label} {line_no} is not a JSON object"
+            continue
+        tag = value.get("type")
+        if tag.__class__ is str and tag in ROW_TAGS:
+            try:
+                members, _ = expand_row_wire(value, f"{label} {line_no}")
+            except MalformedChunkRow as exc:
+                if issue is None:
+                    issue = str(exc)
+                continue
+            if issue is not None:
+                continue  # a chunk row never holds a turn/end
+            if members[0]["seq"] != expected:
+                issue = (
+                    f"seq gap at {label} {line_no}: chunk row starts at seq "
+                    f"{members[0]['seq']}, expected {expected}"
+                )
+                continue
+            records.extend(members)
+            expected += len(members)
+            committed = end
+            kept_lines += 1
+            continue
+        if issue is not None:
+            if tag == TURN_END:
+                raise CorruptLog(
+                    f"{issue}; a turn/end follows at {label} {line_no}, so the damage is "
+                    "inside committed history"
+                )
+            continue
+        seq = value.get("seq")
+        seq_type = seq.__class__
+        if (seq_type is int or seq_type is float) and seq == expected:
+            append(value)
+            expected += 1
+            committed = end
+            kept_lines += 1
+            continue
+        issue = f"seq gap at {label} {line_no}: found seq {seq!r}, expected {expected}"
+        if tag == TURN_END:
+            raise CorruptLog(f"{issue}, in a turn/end record (inside committed history)")
+    total_lines = line_no - first_line + 1 + (pos < len(buf))
+    if issue is None and pos < len(buf):
+        issue = f"{label} {line_no + 1} has no final newline (an incomplete write)"
+    return committed, total_lines - kept_lines, issue
+
+
+def _scan_plain(data: bytes) -> RawScan:
+    header_end = data.find(b"\n")
+    if header_end == -1:
+        raise CorruptLog("empty or header-less log: no complete header line")
+    header = parse_header_line(data[:header_end])
+    records: list[dict[str, Any]] = []
+    committed, dropped, reason = scan_records(data, header_end + 1, records, first_line=2)
+    return RawScan(
+        header=header,
+        records=records,
+        committed_bytes=committed,
+        total_bytes=len(data),
+        dropped_records=dropped,
+        torn_reason=reason,
+    )
+
+
+def as_stored_bytes(data: Any) -> bytes:
+    """The stored log as `bytes` (a bytearray or memoryview is copied); CorruptLog otherwise."""
+    if type(data) is bytes:
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise CorruptLog(f"a stored log must be bytes, got {type(data).__name__}")
+
+
+def _events_of(records: Iterable[dict[str, Any]]) -> tuple[Event, ...]:
+    out = []
+    for index, obj in enumerate(records):
+        try:
+            out.append(event_from_wire(obj, f"stored event at index {index}", lossless=False))
+        except KernelError as exc:
+            raise CorruptLog(
+                f"stored event at index {index} is not a valid event: {exc}", index=index
+            ) from exc
+    return tuple(out)
+
+
+def scan_result(raw_scan: RawScan) -> Scan:
+    """The public `Scan` of a raw scan: events built (an invalid envelope is `CorruptLog`)."""
+    events = _events_of(raw_scan.records)
+    torn_frame = None
+    if raw_scan.torn_frame_start is not None:
+        torn_frame = TornFrame(raw_scan.torn_frame_start, events[raw_scan.recovered_from :])
+    return Scan(
+        header=view(dict(raw_scan.header)),
+        events=events,
+        committed_bytes=raw_scan.committed_bytes,
+        total_bytes=raw_scan.total_bytes,
+        dropped_records=raw_scan.dropped_records,
+        torn_reason=raw_scan.torn_reason,
+        torn_frame=torn_frame,
+    )
+
+
+def scan_jsonl(data: bytes) -> Scan:
+    """Scan a plain JSONL log (persistence.md §3): header line, durable prefix, torn tail.
+
+    Raises `UnsupportedFormat` for a foreign version and `CorruptLog` for
+    damage inside committed history (or a stored event whose envelope is
+    invalid, since `Scan.events` holds built `Event`s).
+    """
+    return scan_result(_scan_plain(as_stored_bytes(data)))
+
+
+# -- the load pipeline (persistence.md §5) ------------------------------------------------------
+
+
+def _corrupt(exc: KernelError, what: str) -> CorruptLog:
+    return CorruptLog(f"{what}: {exc}", index=exc.index, seq=exc.seq)
+
+
+def plan_load(
+    raw_scan: RawScan,
+    *,
+    session_id: str | None,
+    known_types: Collection[str],
+) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]]:
+    """`plan_load` of persistence.md §5 over a raw scan: `(header, prefix + closers, closers)`.
+
+    Order: identity, R3 over every event, R10 over every event, the
+    unknown-type rule (`UnknownEventType`, passed through), closers, then
+    header admission and restore admission. Every other failure is re-raised
+    as `CorruptLog` with the specific error as its cause. (The version was
+    refused by the scan already.)
+    """
+    header, records = raw_scan.header, raw_scan.records
+    try:
+        if session_id is not None and header["id"] != session_id:
+            raise CorruptLog(
+                f"identity mismatch: the stored header names session {header['id']!r}, "
+                f"not {session_id!r}"
+            )
+        for index, obj in enumerate(records):
+            event_type = obj.get("type")
+            if event_type.__class__ is str and (
+                event_type in LEGACY_TYPES or event_type == REQUEST_HEADER
+            ):
+                _at(index, check_legacy, obj, f"stored event at index {index}")
+        for index, obj in enumerate(records):
+            event_type = obj.get("type")
+            if event_type.__class__ is str and event_type in SURFACE_TYPES:
+                _at(
+                    index,
+                    check_message_shape,
+                    event_type,
+                    obj.get("data"),
+                    f"stored event at index {index}",
+                )
+    except UnsupportedFormat:
+        raise
+    except KernelError as exc:
+        raise _corrupt(exc, "stored log fails load checks") from exc
+    for index, obj in enumerate(records):
+        event_type = obj.get("type")
+        if (event_type.__class__ is not str or event_type not in known_types) and obj.get(
+            "ignorable"
+        ) is not True:
+            raise UnknownEventType(
+                f"event type {event_type!r} at seq {index} is unknown to this reader and not "
+                "ignorable, so the log cannot be interpreted",
+                index=index,
+                seq=index,
+            )
+    try:
+        closers = wire_closers(records)
+        admitted = header_from_json(view(dict(header)), session_id=session_id)
+        log = SessionLog.restore([*records, *closers], header=admitted)
+    except UnsupportedFormat:
+        raise
+    except KernelError as exc:
+        raise _corrupt(exc, "stored log fails restore admission") from exc
+    events = tuple(log.events)
+    return admitted, events, events[len(records) :]
+
+
+def _at(index: int, check: Any, *args: Any) -> None:
+    try:
+        check(*args)
+    except KernelError as exc:
+        if exc.index is None:
+            exc.index = index
+        if exc.seq is None:
+            exc.seq = index
+        raise
+
+
+def loaded_result(
+    raw_scan: RawScan, *, session_id: str | None, known_types: Collection[str]
+) -> Loaded:
+    """Run `plan_load` over a raw scan and package the `Loaded` view."""
+    header, events, closers = plan_load(raw_scan, session_id=session_id, known_types=known_types)
+    torn_frame = None
+    if raw_scan.torn_frame_start is not None:
+        recovered = events[raw_scan.recovered_from : len(raw_scan.records)]
+        torn_frame = TornFrame(raw_scan.torn_frame_start, recovered)
+    return Loaded(
+        header=header,
+        events=events,
+        closers=closers,
+        committed_bytes=raw_scan.committed_bytes,
+        total_bytes=raw_scan.total_bytes,
+        torn=raw_scan.committed_bytes < raw_scan.total_bytes,
+        dropped_records=raw_scan.dropped_records,
+        torn_reason=raw_scan.torn_reason,
+        torn_frame=torn_frame,
+    )
+
+
+def load_jsonl(
+    data: bytes,
+    *,
+    session_id: str | None = None,
+    now: int,
+    known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+) -> Loaded:
+    """Scan and plan a plain JSONL log (persistence.md §3, §5): the balanced in-memory view.
+
+    `session_id` defaults to the header's own id. `now` is accepted for
+    symmetry with `SessionLog.seed`; the loader appends no end-seed marker, so
+    it is not read. Raises `UnsupportedFormat` (foreign version, unknown
+    required event type) or `CorruptLog` (everything else).
+    """
+    return loaded_result(
+        _scan_plain(as_stored_bytes(data)), session_id=session_id, known_types=known_types
+    )
+
+
+# -- writing (persistence.md §2.1, §2.4) --------------------------------------------------------
+
+
+def encode_records(events: Iterable[Event], *, pack_chunks: bool = True) -> bytes:
+    """The bytes of one append batch: each storage record's exact JSON text and a newline.
+
+    Delta-chunk runs are packed into rows unless `pack_chunks` is false; an
+    empty batch is `b""`.
+    """
+    if pack_chunks:
+        records: tuple[Any, ...] = pack_chunk_rows(events)
+    else:
+        records = tuple(events)
+    parts = []
+    for index, record in enumerate(records):
+        if type(record) is Event:
+            parts.append(encode_json_bytes(event_to_wire(record)))
+        elif type(record) is FrozenObject:
+            parts.append(encode_json_bytes(record))
+        else:
+            raise KernelError(f"encode_records: item {index} is not an Event", index=index)
+    if not parts:
+        return b""
+    parts.append(b"")
+    return b"\n".join(parts)
+
+
+def write_jsonl(
+    header: SessionHeader | Mapping[str, Any],
+    events: Iterable[Event],
+    *,
+    pack_chunks: bool = True,
+) -> bytes:
+    """The exact bytes the compatible writer produces for a whole log (persistence.md §2.1).
+
+    The header line and its newline, then (only when there are events) every
+    storage record followed by a newline.
+    """
+    return header_line(header) + b"\n" + encode_records(events, pack_chunks=pack_chunks)

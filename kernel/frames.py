@@ -1,0 +1,211 @@
+"""Zstandard-framed JSONL (persistence.md §8): a structural frame scan, then the JSONL scanner.
+
+Frames are located by parsing their headers and block headers, never by
+decompressing: the first frame the data ends inside is *torn* (repair
+truncates there). Complete frames are checksummed, so any damage inside them
+is corruption. The `zstandard` package only decompresses and compresses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Final
+
+import zstandard
+
+from kernel.durable import (
+    Loaded,
+    RawScan,
+    Scan,
+    as_stored_bytes,
+    encode_records,
+    header_line,
+    loaded_result,
+    parse_header_line,
+    scan_records,
+    scan_result,
+)
+from kernel.errors import CorruptLog
+from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
+
+__all__ = (
+    "ZSTD_MAGIC",
+    "ZSTD_LEVEL",
+    "frame_end",
+    "scan_frames",
+    "scan_jsonl_zstd",
+    "load_jsonl_zstd",
+    "write_jsonl_zstd",
+    "encode_zstd_frame",
+)
+
+ZSTD_MAGIC: Final = 0xFD2FB528
+"""The Zstandard frame magic number (stored little-endian)."""
+ZSTD_LEVEL: Final = 3
+_MAGIC_BYTES: Final = ZSTD_MAGIC.to_bytes(4, "little")
+_DICT_ID_SIZES: Final = (0, 1, 2, 4)
+_RESERVED_BLOCK: Final = 3
+_RLE_BLOCK: Final = 1
+
+
+def frame_end(data: bytes, start: int) -> int | None:
+    """The offset just past the frame that starts at `start`; None when the data ends inside it.
+
+    Parses the magic number, the frame header descriptor (its reserved and
+    unused bits `0x18` must be clear), the window, dictionary-id and content
+    size fields, the block headers (type 3 is reserved; an RLE block carries
+    one payload byte) and the optional 4-byte checksum. Raises `CorruptLog`
+    when the bytes are not a frame.
+    """
+    total = len(data)
+    head = data[start : start + 4]
+    if head != _MAGIC_BYTES:
+        if len(head) < 4 and _MAGIC_BYTES.startswith(head):
+            return None
+        raise CorruptLog(f"no Zstandard frame at byte {start}: bad magic number {head.hex()}")
+    pos = start + 4
+    if pos >= total:
+        return None
+    descriptor = data[pos]
+    pos += 1
+    if descriptor & 0x18:
+        raise CorruptLog(
+            f"Zstandard frame at byte {start}: reserved bits set in frame header descriptor "
+            f"0x{descriptor:02x}"
+        )
+    single_segment = bool(descriptor & 0x20)
+    content_size_flag = descriptor >> 6
+    content_size_bytes = (1 if single_segment else 0, 2, 4, 8)[content_size_flag]
+    pos += (0 if single_segment else 1) + _DICT_ID_SIZES[descriptor & 0x03] + content_size_bytes
+    while True:
+        if pos + 3 > total:
+            return None
+        block = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+        pos += 3
+        block_type = (block >> 1) & 0x03
+        if block_type == _RESERVED_BLOCK:
+            raise CorruptLog(f"Zstandard frame at byte {start}: reserved block type at {pos - 3}")
+        pos += 1 if block_type == _RLE_BLOCK else block >> 3
+        if block & 0x01:
+            break
+    if descriptor & 0x04:
+        pos += 4
+    return pos if pos <= total else None
+
+
+def _decompress(frame: bytes, start: int) -> bytes:
+    """One complete frame's plaintext; its checksum verified (CorruptLog on any failure)."""
+    decoder = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        plain: bytes = decoder.decompress(frame)
+    except zstandard.ZstdError as exc:
+        raise CorruptLog(f"Zstandard frame at byte {start} does not decode: {exc}") from exc
+    if not decoder.eof or decoder.unused_data:
+        raise CorruptLog(f"Zstandard frame at byte {start} does not decode as exactly one frame")
+    return plain
+
+
+def _recover(partial: bytes) -> bytes:
+    """As much plaintext as a streaming decoder yields from a torn frame (nothing on error)."""
+    decoder = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        plain: bytes = decoder.decompress(partial)
+    except zstandard.ZstdError:
+        return b""
+    return plain
+
+
+def scan_frames(data: bytes) -> RawScan:
+    """The raw scan of a `.jsonl.zstd` log (persistence.md §8 reading steps 1-6)."""
+    total = len(data)
+    frames: list[tuple[int, int]] = []
+    torn_start: int | None = None
+    pos = 0
+    while pos < total:
+        end = frame_end(data, pos)
+        if end is None:
+            torn_start = pos
+            break
+        frames.append((pos, end))
+        pos = end
+    if not frames:
+        raise CorruptLog("empty or header-less log: no complete Zstandard frame")
+    plaintexts = [_decompress(data[s:e], s) for s, e in frames]
+    header_text = plaintexts[0]
+    if header_text.count(b"\n") != 1 or not header_text.endswith(b"\n"):
+        raise CorruptLog("the first Zstandard frame must hold exactly the header line")
+    header = parse_header_line(header_text[:-1])
+    body = b"".join(plaintexts[1:])
+    records: list[dict[str, Any]] = []
+    _, _, reason = scan_records(body, 0, records, first_line=1, label="record")
+    if reason is not None:  # a reason is given for every byte outside the kept records
+        raise CorruptLog(f"damage inside complete (checksummed) Zstandard frames: {reason}")
+    if torn_start is None:
+        return RawScan(header=header, records=records, committed_bytes=total, total_bytes=total)
+    recovered_from = len(records)
+    partial = _recover(data[torn_start:])
+    _, dropped, tail_reason = scan_records(
+        partial, 0, records, first_line=1, label="torn-frame record"
+    )
+    why = f"Zstandard frame at byte {torn_start} is incomplete"
+    if tail_reason is not None:
+        why = f"{why}; {tail_reason}"
+    return RawScan(
+        header=header,
+        records=records,
+        committed_bytes=torn_start,
+        total_bytes=total,
+        dropped_records=dropped,
+        torn_reason=why,
+        torn_frame_start=torn_start,
+        recovered_from=recovered_from,
+    )
+
+
+def scan_jsonl_zstd(data: bytes) -> Scan:
+    """Scan a Zstandard-framed JSONL log: header frame, durable prefix, torn last frame.
+
+    `committed_bytes` is the start of the torn frame (or the whole length);
+    `torn_frame` carries the truncation offset and the events recovered from
+    the torn frame's readable part (they end `events`).
+    """
+    return scan_result(scan_frames(as_stored_bytes(data)))
+
+
+def load_jsonl_zstd(
+    data: bytes,
+    *,
+    session_id: str | None = None,
+    now: int,
+    known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+) -> Loaded:
+    """`load_jsonl` for a Zstandard-framed log (recovered torn-frame events included)."""
+    return loaded_result(
+        scan_frames(as_stored_bytes(data)), session_id=session_id, known_types=known_types
+    )
+
+
+def encode_zstd_frame(records: bytes) -> bytes:
+    """One Zstandard frame (checksum on) holding `records`: an append batch or a repair."""
+    compressor = zstandard.ZstdCompressor(
+        level=ZSTD_LEVEL, write_checksum=True, write_content_size=True
+    )
+    frame: bytes = compressor.compress(records)
+    return frame
+
+
+def write_jsonl_zstd(
+    header: SessionHeader | Mapping[str, Any],
+    events: Iterable[Event],
+    *,
+    pack_chunks: bool = True,
+) -> bytes:
+    """A new `.jsonl.zstd` log: frame 1 holds the header line alone, frame 2 the first batch.
+
+    With no events only the header frame is written.
+    """
+    out = encode_zstd_frame(header_line(header) + b"\n")
+    batch = encode_records(events, pack_chunks=pack_chunks)
+    if batch:
+        out += encode_zstd_frame(batch)
+    return out

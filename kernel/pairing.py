@@ -1,0 +1,119 @@
+"""Tool-pairing balance over the surface (folds.md §5): where a compaction may cut.
+
+A surface of N nodes has N + 1 cuts; a cut is balanced when no assistant tool call
+before it is still waiting for its result. Counting is by number, not by call id,
+and the node's type decides its delta, whether it was appended or is a replacement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from kernel.errors import MessageShapeError, ToolPairingError
+from kernel.events import ASSISTANT_MESSAGE, TOOL_RESULT, Event
+from kernel.json import raw
+from kernel.surface import fold_surface
+
+__all__ = (
+    "Cut",
+    "balanced_cuts",
+    "tool_pairing_cuts",
+    "is_safe_compaction_range",
+)
+
+
+@attrs.frozen
+class Cut:
+    """One surface node and whether the cuts just before and just after it are balanced."""
+
+    seq: int
+    before: bool
+    after: bool
+
+
+def _call_count(event: Event) -> int:
+    """The number of `tool-call` blocks in an assistant message (R10 shape checked first)."""
+    data = event.data
+    message = data.get("message") if isinstance(data, Mapping) else None
+    content = raw(message.get("content")) if isinstance(message, Mapping) else None
+    if type(content) is not list:
+        raise MessageShapeError(
+            f"event seq {event.seq}: assistant/message must hold a message with a "
+            "content array (R10)",
+            seq=event.seq,
+        )
+    return sum(
+        1 for block in content if isinstance(block, Mapping) and block.get("type") == "tool-call"
+    )
+
+
+def balanced_cuts(events: Sequence[Event], nodes: Iterable[int]) -> tuple[bool, ...]:
+    """Whether each of the `len(nodes) + 1` cuts of a surface is balanced (folds.md §5.1).
+
+    `events` is the whole log (indexed by seq), `nodes` its surface in order. Raises
+    `ToolPairingError` for a node with no matching event, or a `tool/result` that
+    no earlier call on the surface is waiting for.
+    """
+    cuts = [True]
+    outstanding = 0
+    for seq in nodes:
+        if not 0 <= seq < len(events) or events[seq].seq != seq:
+            raise ToolPairingError(f"surface seq {seq} has no matching event (§5.1)", seq=seq)
+        event = events[seq]
+        if event.type == ASSISTANT_MESSAGE:
+            outstanding += _call_count(event)
+        elif event.type == TOOL_RESULT:
+            outstanding -= 1
+            if outstanding < 0:
+                raise ToolPairingError(
+                    f"event seq {seq}: tool/result has no matching tool-call on the surface (§5.1)",
+                    seq=seq,
+                )
+        cuts.append(outstanding == 0)
+    return tuple(cuts)
+
+
+def _as_sequence(events: Iterable[Event]) -> Sequence[Event]:
+    return events if isinstance(events, Sequence) else tuple(events)
+
+
+def tool_pairing_cuts(events: Iterable[Event]) -> tuple[Cut, ...]:
+    """One `Cut` per surface node of `events`, in surface order (folds.md §5.1).
+
+    Folds the surface (its errors propagate), then counts calls and results along
+    it. Works on any prefix: after an unanswered call the cuts stay unbalanced to
+    the end of the surface. An empty surface gives `()`.
+
+    >>> from kernel.events import Event, APPEND
+    >>> msg = {"id": "u", "role": "user", "content": [], "source": {"kind": "user"}}
+    >>> tool_pairing_cuts([Event("user/message", 0, 1, msg, APPEND)])
+    (Cut(seq=0, before=True, after=True),)
+    """
+    log = _as_sequence(events)
+    nodes = fold_surface(log).nodes
+    cuts = balanced_cuts(log, nodes)
+    return tuple(Cut(seq, cuts[i], cuts[i + 1]) for i, seq in enumerate(nodes))
+
+
+def _position(nodes: Sequence[int], seq: Any, end: str) -> int:
+    try:
+        return nodes.index(seq)
+    except ValueError:
+        raise ToolPairingError(f"range {end} seq {seq!r} not found on the surface (§5.1)") from None
+
+
+def is_safe_compaction_range(events: Iterable[Event], start: int, end: int) -> bool:
+    """Whether replacing the surface range from seq `start` through seq `end` keeps pairs whole.
+
+    True iff the cut before `start` and the cut after `end` are balanced (and `start`
+    does not sit after `end` on the surface). Raises `ToolPairingError` when either
+    seq is not on the surface (never was, or shadowed).
+    """
+    log = _as_sequence(events)
+    nodes = fold_surface(log).nodes
+    i, j = _position(nodes, start, "start"), _position(nodes, end, "end")
+    cuts = balanced_cuts(log, nodes)
+    return i <= j and cuts[i] and cuts[j + 1]

@@ -1,0 +1,78 @@
+"""Seed boundaries (folds.md §8, §9): the prefix a fork inherits, and where a seed ended.
+
+A fork may only cut the log outside an open turn; the child's constructor then appends
+its own `session/end-seed` marker. The **last** marker in a log is the one that counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kernel.errors import ForkError
+from kernel.events import END_SEED, TURN_END, TURN_START, Event
+from kernel.json import safe_int
+
+__all__ = ("fork_prefix", "last_end_seed")
+
+
+def fork_prefix(events: Iterable[Event], boundary: Any = None) -> tuple[Event, ...]:
+    """The events a child session forked at seq `boundary` inherits: `events[0 .. boundary]`.
+
+    `boundary` None means the last event (an empty log gives `()`). Raises
+    `ForkError(INVALID_BOUNDARY)` when the boundary is not a non-negative safe integer
+    naming an event of the log, and `ForkError(OPEN_TURN)` when it sits inside an open
+    turn (the last `turn/start` / `turn/end` up to it is a `turn/start`).
+
+    >>> from kernel.events import Event
+    >>> log = [Event("turn/start", 0, 0, {"turn": 1}), Event("x/note", 1, 0, {})]
+    >>> fork_prefix(log, 1)
+    Traceback (most recent call last):
+    ...
+    kernel.errors.ForkError: fork boundary 1 is inside the turn opened at seq 0
+    """
+    log = events if isinstance(events, Sequence) else tuple(events)
+    if boundary is None:
+        if not log:
+            return ()
+        boundary = log[-1].seq
+    at = safe_int(boundary)
+    if at is None or at < 0:
+        raise ForkError(
+            f"fork boundary {boundary!r} must be a non-negative safe integer",
+            code=ForkError.INVALID_BOUNDARY,
+        )
+    if at >= len(log):
+        raise ForkError(
+            f"fork boundary {at} does not exist (the log has {len(log)} events)",
+            code=ForkError.INVALID_BOUNDARY,
+        )
+    if log[at].seq != at:
+        raise ForkError(
+            f"fork boundary {at}: the event at index {at} has seq {log[at].seq}",
+            code=ForkError.INVALID_BOUNDARY,
+        )
+    for index in range(at, -1, -1):
+        event = log[index]
+        if event.type == TURN_END:
+            break
+        if event.type == TURN_START:
+            raise ForkError(
+                f"fork boundary {at} is inside the turn opened at seq {event.seq}",
+                code=ForkError.OPEN_TURN,
+            )
+    return tuple(log[: at + 1])
+
+
+def last_end_seed(events: Iterable[Event]) -> int | None:
+    """The seq of the last `session/end-seed` marker, or None when the log has none (§9).
+
+    >>> from kernel.events import Event
+    >>> last_end_seed([Event("session/end-seed", 0, 0, {}), Event("session/end-seed", 1, 0, {})])
+    1
+    """
+    ordered = events if isinstance(events, Sequence) else tuple(events)
+    for index in range(len(ordered) - 1, -1, -1):
+        if ordered[index].type == END_SEED:
+            return ordered[index].seq
+    return None

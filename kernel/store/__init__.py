@@ -1,0 +1,42 @@
+"""Storage shells over the pure core: JSONL files and SQLite (persistence.md).
+
+The only package besides `kernel.cli` that does I/O. Both stores offer the same
+operations (`create`, `append`, `inspect`, `load`, `read_from`, `list`) with the
+same semantics; every decision they act on comes from the pure core.
+"""
+
+from kernel.store.errors import (
+    ForeignStore,
+    LiveSessionOpen,
+    SessionExists,
+    SessionNotFound,
+    StaleRepair,
+    StoreError,
+    StoreLayoutError,
+)
+from kernel.store.jsonl import JsonlStore, inspect_file, is_zstd_log, repair_file
+from kernel.store.paths import encode_segment, project_dir_name, project_key
+from kernel.store.results import RepairReport, StoredSession
+from kernel.store.sqlite import APPLICATION_ID, USER_VERSION, SqliteStore
+
+__all__ = (
+    "JsonlStore",
+    "SqliteStore",
+    "StoredSession",
+    "RepairReport",
+    "inspect_file",
+    "repair_file",
+    "is_zstd_log",
+    "project_key",
+    "project_dir_name",
+    "encode_segment",
+    "APPLICATION_ID",
+    "USER_VERSION",
+    "StoreError",
+    "SessionNotFound",
+    "SessionExists",
+    "StoreLayoutError",
+    "StaleRepair",
+    "LiveSessionOpen",
+    "ForeignStore",
+)

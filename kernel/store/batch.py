@@ -1,0 +1,60 @@
+"""The checks every store runs on an append batch before touching storage (§1).
+
+Pure. A batch is snapshotted (a tuple of immutable `Event`s), each event's
+envelope and values are checked (R2, R1), retired vocabulary is refused (R3),
+and the seqs must continue the stored log contiguously (R4, `SeqMismatch`).
+Unknown types are accepted: refusing them would stall a live session's durability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kernel.admission import check_legacy
+from kernel.codec import check_envelope, event_to_wire, parse_source_seqs
+from kernel.errors import InvalidEnvelope, NotLosslessJson, SeqMismatch, SurfaceMarkerError
+from kernel.events import Append, Event, Replace
+from kernel.json import admit_json, safe_int
+
+__all__ = ("check_batch",)
+
+
+def check_batch(events: Iterable[Event], next_seq: int | None = None) -> tuple[Event, ...]:
+    """The batch as a tuple, or a KernelError naming the first bad event.
+
+    `next_seq` is the seq the stored log expects next (its length); None checks
+    only that the batch is contiguous from its own first seq (the store compares
+    that seq with the stored log inside its transaction).
+    """
+    batch = tuple(events)
+    if next_seq is None and batch and isinstance(batch[0], Event):
+        next_seq = batch[0].seq if type(batch[0].seq) is int else 0
+    for index, event in enumerate(batch):
+        where = f"batch event at index {index}"
+        if not isinstance(event, Event):
+            raise InvalidEnvelope(f"{where}: {type(event).__name__} is not an Event", index=index)
+        check_legacy(event, where)
+        try:
+            admit_json(event.data)
+        except NotLosslessJson as exc:
+            raise NotLosslessJson(f"{where}: data {exc} (R1)", index=index) from None
+        op = event.surface_op
+        if op is not None and not isinstance(op, (Append, Replace)):
+            raise SurfaceMarkerError(f"{where}: invalid surface_op {op!r} (R5)", index=index)
+        if type(event.ignorable) is not bool:
+            raise InvalidEnvelope(f"{where}: ignorable must be a bool (R2)", index=index)
+        check_envelope(event_to_wire(event), where)
+        if isinstance(op, Replace):
+            start, end = safe_int(op.start), safe_int(op.end)
+            if start is None or end is None or start < 0 or end < 0:
+                raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {op!r} (R6)")
+        if event.source_event_seqs is not None:
+            parse_source_seqs(list(event.source_event_seqs), where)
+        expected = (next_seq or 0) + index
+        if event.seq != expected:
+            raise SeqMismatch(
+                f"{where}: seq {event.seq} is not contiguous; expected {expected} (R4)",
+                index=index,
+                seq=event.seq,
+            )
+    return batch

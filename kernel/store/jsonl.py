@@ -1,0 +1,581 @@
+"""JSONL session files (persistence.md §2, §6.1, §6.2): one append-only file per session.
+
+A thin shell over the pure core: the bytes to write come from `kernel.durable`
+and `kernel.frames`, and so does every decision (the durable prefix, the torn
+tail, the closers). This module only opens, reads, writes, fsyncs, links and
+truncates. Committed bytes are never rewritten; a repair truncates only a torn
+tail, holding an exclusive `flock` on the file (appends take it too).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from kernel.codec import header_from_json, header_to_json
+from kernel.durable import Loaded, encode_records, load_jsonl, scan_jsonl, write_jsonl
+from kernel.errors import CorruptLog, SeqMismatch, SessionHeaderError
+from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
+from kernel.frames import (
+    ZSTD_MAGIC,
+    encode_zstd_frame,
+    frame_end,
+    load_jsonl_zstd,
+    scan_jsonl_zstd,
+    write_jsonl_zstd,
+)
+from kernel.json import safe_int
+from kernel.store.batch import check_batch
+from kernel.store.errors import (
+    LiveSessionOpen,
+    SessionExists,
+    SessionNotFound,
+    StoreError,
+    StoreLayoutError,
+)
+from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, encode_segment, project_dir_name
+from kernel.store.results import RepairReport, StoredSession
+
+__all__ = ("JsonlStore", "inspect_file", "repair_file", "is_zstd_log")
+
+_MAGIC: Final = ZSTD_MAGIC.to_bytes(4, "little")
+_READ_CHUNK: Final = 1 << 16
+_DIR_MODE: Final = 0o700
+_FILE_MODE: Final = 0o600
+
+
+# -- small I/O helpers --------------------------------------------------------------------------
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    parts = []
+    while chunk := os.read(fd, 1 << 20):
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _read_file(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_dirs(path: Path) -> None:
+    """Create `path` and missing parents owner-only, fsyncing each new entry's parent."""
+    missing = []
+    probe = path
+    while not probe.is_dir():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, _DIR_MODE)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+            continue
+        _fsync_dir(directory.parent)
+
+
+def _append_durably(fd: int, payload: bytes) -> None:
+    """Write `payload` at the end of an append-mode file and fsync; roll back on failure.
+
+    A failed write or fsync truncates the file back to its previous size (and
+    fsyncs) before re-raising, so a retried batch cannot leave duplicate seqs.
+    When the rollback fails too, both errors are raised as one ExceptionGroup.
+    """
+    size = os.fstat(fd).st_size
+    try:
+        _write_all(fd, payload)
+        os.fsync(fd)
+    except Exception as failure:
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        except Exception as rollback_failure:
+            raise ExceptionGroup(
+                f"append failed and the rollback to {size} bytes failed too; "
+                "the file may end in a partial batch (a torn tail the next load repairs)",
+                [failure, rollback_failure],
+            ) from None
+        raise
+
+
+def is_zstd_log(data: bytes) -> bool:
+    """Whether stored bytes are Zstandard-framed (they start with the frame magic)."""
+    return data[:4] == _MAGIC
+
+
+# -- the pure pipeline, by layout ---------------------------------------------------------------
+
+
+def _load_bytes(
+    data: bytes, *, zstd: bool, session_id: str | None, now: int, known_types: Collection[str]
+) -> Loaded:
+    load = load_jsonl_zstd if zstd else load_jsonl
+    return load(data, session_id=session_id, now=now, known_types=known_types)
+
+
+def _report(location: str, loaded: Loaded, *, committed: bool) -> RepairReport:
+    recovered = loaded.torn_frame.recovered if loaded.torn_frame is not None else ()
+    prefix_length = len(loaded.events) - len(loaded.closers)
+    return RepairReport(
+        location=location,
+        torn=loaded.torn,
+        torn_from_seq=prefix_length if loaded.torn else None,
+        truncate_to=loaded.committed_bytes if loaded.torn else None,
+        removed_bytes=loaded.total_bytes - loaded.committed_bytes,
+        dropped_records=loaded.dropped_records,
+        torn_reason=loaded.torn_reason,
+        recovered=recovered if loaded.torn else (),
+        closers=loaded.closers,
+        committed=committed,
+    )
+
+
+def _repair_payload(loaded: Loaded, *, zstd: bool, pack_chunks: bool) -> bytes:
+    """The bytes a repair appends after truncating: closers (and, for Zstandard, the recovered)."""
+    if zstd:
+        events = (*(loaded.torn_frame.recovered if loaded.torn_frame else ()), *loaded.closers)
+        records = encode_records(events, pack_chunks=pack_chunks)
+        return encode_zstd_frame(records) if records else b""
+    return encode_records(loaded.closers, pack_chunks=pack_chunks)
+
+
+def _commit_repair(fd: int, loaded: Loaded, *, zstd: bool, pack_chunks: bool) -> None:
+    """§6.1 / §6.2 on an open, locked file: truncate to the committed end, append, fsync each."""
+    if loaded.torn:
+        os.ftruncate(fd, loaded.committed_bytes)
+        os.fsync(fd)
+    payload = _repair_payload(loaded, zstd=zstd, pack_chunks=pack_chunks)
+    if payload:
+        os.lseek(fd, 0, os.SEEK_END)
+        _append_durably(fd, payload)
+
+
+def _converged(
+    data: bytes, zstd: bool, session_id: str | None, now: int, known: Collection[str]
+) -> Loaded:
+    """Re-plan after a committed repair: nothing may be left to do (persistence.md §5)."""
+    again = _load_bytes(data, zstd=zstd, session_id=session_id, now=now, known_types=known)
+    if again.torn or again.closers:
+        raise CorruptLog(
+            "the committed repair did not converge: the re-read log still needs repair "
+            f"(torn={again.torn}, closers={len(again.closers)})"
+        )
+    return again
+
+
+# -- single files (the CLI repairs arbitrary paths) ---------------------------------------------
+
+
+def inspect_file(
+    path: str | os.PathLike[str],
+    *,
+    session_id: str | None = None,
+    now: int = 0,
+    known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+) -> StoredSession:
+    """The balanced view of one JSONL log file (plain or Zstandard, by its first bytes).
+
+    Writes nothing; `repair` describes what `repair_file` would commit.
+    `session_id` defaults to the header's own id.
+    """
+    file = Path(path)
+    data = _read_file(file)
+    zstd = is_zstd_log(data)
+    loaded = _load_bytes(data, zstd=zstd, session_id=session_id, now=now, known_types=known_types)
+    return StoredSession(loaded.header, loaded.events, _report(str(file), loaded, committed=False))
+
+
+def repair_file(
+    path: str | os.PathLike[str],
+    *,
+    now: int,
+    dry_run: bool = False,
+    pack_chunks: bool = True,
+    known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+) -> RepairReport:
+    """Commit the crash repair of one JSONL log file (§6.1 / §6.2), exactly once.
+
+    Truncates a torn tail and appends the closers (for Zstandard, the events
+    recovered from the torn frame first, in one new frame), then re-reads the
+    file and checks nothing is left to repair. With `dry_run` nothing is
+    written. The report's `committed` says whether anything was written.
+    """
+    file = Path(path)
+    fd = os.open(file, (os.O_RDONLY if dry_run else os.O_RDWR) | os.O_CLOEXEC)
+    try:
+        if not dry_run:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        data = _read_all(fd)
+        zstd = is_zstd_log(data)
+        loaded = _load_bytes(data, zstd=zstd, session_id=None, now=now, known_types=known_types)
+        report = _report(str(file), loaded, committed=False)
+        if dry_run or not report.needed:
+            return report
+        _commit_repair(fd, loaded, zstd=zstd, pack_chunks=pack_chunks)
+    finally:
+        os.close(fd)
+    _converged(_read_file(file), zstd, None, now, known_types)
+    return attrs.evolve(report, committed=True)
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
+@attrs.define
+class _Tail:
+    """What an append needs to know about a file it wrote last: its size and next seq."""
+
+    path: Path
+    size: int
+    next_seq: int
+
+
+def _admit_header(header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
+    """Admission §6 for a header given to `create`; a store also needs a non-empty id."""
+    if isinstance(header, SessionHeader):
+        header = header_to_json(header)
+    admitted = header_from_json(header)
+    if not admitted.id:
+        raise SessionHeaderError("a stored session needs a non-empty id (H4)")
+    return admitted
+
+
+def _stored_header(record: Any) -> SessionHeader:
+    try:
+        return header_from_json(record)
+    except SessionHeaderError as exc:
+        raise CorruptLog(f"stored session header is invalid: {exc}") from exc
+
+
+class JsonlStore:
+    """Sessions as JSONL files under `root` (persistence.md §2.2 layout).
+
+    `zstd` selects `session.jsonl.zstd` files (a root holds one encoding only);
+    `pack_chunks=False` writes delta chunks unpacked (diagnostics);
+    `known_types` is the vocabulary the loader accepts without `ignorable`.
+
+    Not safe to share between threads; separate processes may share a root
+    (appends and repairs lock the file), but only one should write a session.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        zstd: bool = False,
+        pack_chunks: bool = True,
+        known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+    ) -> None:
+        self.root = Path(root)
+        self.zstd = zstd
+        self.pack_chunks = pack_chunks
+        self.known_types = frozenset(known_types)
+        self._name = ZSTD_NAME if zstd else PLAIN_NAME
+        self._other_name = PLAIN_NAME if zstd else ZSTD_NAME
+        self._pending: dict[str, SessionHeader] = {}
+        self._paths: dict[str, Path] = {}
+        self._tails: dict[str, _Tail] = {}
+
+    # -- locating ---------------------------------------------------------------------------
+
+    def _locate(self, session_id: str) -> Path | None:
+        """The file of a materialized session, found under any project directory."""
+        cached = self._paths.get(session_id)
+        if cached is not None and cached.is_file():
+            return cached
+        segment = encode_segment(session_id)
+        if not self.root.is_dir():
+            return None
+        hits = []
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                directory = Path(entry.path) / segment
+                if (directory / self._other_name).exists():
+                    raise StoreLayoutError(
+                        f"{directory / self._other_name}: this root is configured for "
+                        f"{self._name} files (one encoding per root)"
+                    )
+                if (directory / self._name).is_file():
+                    hits.append(directory / self._name)
+        if len(hits) > 1:
+            raise StoreLayoutError(
+                f"session {session_id!r} is stored under {len(hits)} project directories: "
+                + ", ".join(str(h) for h in sorted(hits))
+            )
+        if not hits:
+            return None
+        self._paths[session_id] = hits[0]
+        return hits[0]
+
+    def _path_of(self, session_id: str) -> Path:
+        path = self._locate(session_id)
+        if path is None:
+            raise SessionNotFound(f"no stored session {session_id!r} under {self.root}")
+        return path
+
+    def path_of(self, session_id: str) -> Path:
+        """The file a materialized session is stored in (SessionNotFound otherwise)."""
+        return self._path_of(session_id)
+
+    def _check_location(self, path: Path, header: SessionHeader) -> None:
+        """The header's `id` and `cwd` must map to where the file was found (§2.2)."""
+        expected = (project_dir_name(header.cwd), encode_segment(header.id))
+        found = (path.parent.parent.name, path.parent.name)
+        if found != expected:
+            raise CorruptLog(
+                f"{path}: the header (id {header.id!r}, cwd {header.cwd!r}) belongs at "
+                f"{expected[0]}/{expected[1]}, not {found[0]}/{found[1]}"
+            )
+
+    # -- create and append ------------------------------------------------------------------
+
+    def create(self, header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
+        """Register a new session; nothing is written until its first non-empty append.
+
+        Raises `SessionHeaderError` for an invalid header and `SessionExists`
+        when the id is already stored or already created in this store.
+        """
+        admitted = _admit_header(header)
+        if admitted.id in self._pending or self._locate(admitted.id) is not None:
+            raise SessionExists(f"session {admitted.id!r} already exists under {self.root}")
+        self._pending[admitted.id] = admitted
+        return admitted
+
+    def append(self, session_id: str, events: Iterable[Event]) -> None:
+        """Append one batch durably (fsynced when this returns); an empty batch is a no-op.
+
+        The batch must continue the stored log (`SeqMismatch`); retired
+        vocabulary is refused (`LegacyFormat`); unknown types are accepted.
+        The first non-empty append of a created session materializes its file.
+        """
+        batch = check_batch(events)
+        pending = self._pending.get(session_id)
+        if pending is not None:
+            if self._locate(session_id) is not None:
+                del self._pending[session_id]
+                raise SessionExists(f"session {session_id!r} was materialized by another writer")
+            if batch:
+                self._materialize(pending, batch)
+            return
+        path = self._path_of(session_id)
+        if batch:
+            self._append_file(session_id, path, batch)
+
+    def _encode(self, batch: tuple[Event, ...]) -> bytes:
+        records = encode_records(batch, pack_chunks=self.pack_chunks)
+        return encode_zstd_frame(records) if self.zstd else records
+
+    def _materialize(self, header: SessionHeader, batch: tuple[Event, ...]) -> None:
+        """§2.3: header and first batch become visible together, or not at all."""
+        if batch[0].seq != 0:
+            raise SeqMismatch(
+                f"session {header.id!r}: the first batch starts at seq {batch[0].seq}; expected 0",
+                seq=batch[0].seq,
+            )
+        write = write_jsonl_zstd if self.zstd else write_jsonl
+        data = write(header, batch, pack_chunks=self.pack_chunks)
+        directory = self.root / project_dir_name(header.cwd) / encode_segment(header.id)
+        _make_dirs(directory)
+        final = directory / self._name
+        temporary = directory / f".{self._name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
+        try:
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(temporary, final)
+            except FileExistsError:
+                raise SessionExists(
+                    f"session {header.id!r} was materialized concurrently"
+                ) from None
+            _fsync_dir(directory)
+        finally:
+            os.unlink(temporary)
+        del self._pending[header.id]
+        self._paths[header.id] = final
+        self._tails[header.id] = _Tail(final, len(data), batch[-1].seq + 1)
+
+    def _scan_tail(self, session_id: str, path: Path) -> int:
+        """The next seq of a stored file; refuses a file that ends in a torn tail."""
+        data = _read_file(path)
+        scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)
+        if scan.header.get("id") != session_id:
+            raise CorruptLog(f"{path}: the header names session {scan.header.get('id')!r}")
+        if scan.torn:
+            raise CorruptLog(
+                f"{path}: invalid physical tail ({scan.torn_reason}); load the session to "
+                "commit its repair before appending"
+            )
+        self._tails[session_id] = _Tail(path, len(data), len(scan.events))
+        return len(scan.events)
+
+    def _append_file(self, session_id: str, path: Path, batch: tuple[Event, ...]) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            tail = self._tails.get(session_id)
+            if tail is not None and tail.path == path and tail.size == size:
+                next_seq = tail.next_seq
+            else:
+                next_seq = self._scan_tail(session_id, path)
+            if batch[0].seq != next_seq:
+                raise SeqMismatch(
+                    f"session {session_id!r}: batch starts at seq {batch[0].seq}, "
+                    f"but the stored log continues at {next_seq} (R4)",
+                    seq=batch[0].seq,
+                )
+            payload = self._encode(batch)
+            self._tails.pop(session_id, None)
+            _append_durably(fd, payload)
+            self._tails[session_id] = _Tail(path, size + len(payload), batch[-1].seq + 1)
+        finally:
+            os.close(fd)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _plan(self, session_id: str, path: Path, data: bytes, now: int) -> Loaded:
+        loaded = _load_bytes(
+            data, zstd=self.zstd, session_id=session_id, now=now, known_types=self.known_types
+        )
+        self._check_location(path, loaded.header)
+        return loaded
+
+    def inspect(self, session_id: str, *, now: int = 0) -> StoredSession:
+        """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
+        path = self._path_of(session_id)
+        loaded = self._plan(session_id, path, _read_file(path), now)
+        return StoredSession(
+            loaded.header, loaded.events, _report(str(path), loaded, committed=False)
+        )
+
+    def load(self, session_id: str, *, now: int, adopt_live: bool = False) -> StoredSession:
+        """Like `inspect`, then commit any needed repair durably, once, and re-read.
+
+        With `adopt_live` (the session is still owned by a live writer, e.g.
+        after a hot reload) a torn tail is truncated but closers are never
+        appended: an open last turn raises `LiveSessionOpen` instead.
+        """
+        path = self._path_of(session_id)
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            loaded = self._plan(session_id, path, _read_all(fd), now)
+            report = _report(str(path), loaded, committed=False)
+            if adopt_live and loaded.closers:
+                raise LiveSessionOpen(
+                    f"session {session_id!r} is owned by a live writer and its last turn is open"
+                )
+            if not report.needed:
+                return StoredSession(loaded.header, loaded.events, report)
+            self._tails.pop(session_id, None)
+            _commit_repair(fd, loaded, zstd=self.zstd, pack_chunks=self.pack_chunks)
+        finally:
+            os.close(fd)
+        again = _converged(_read_file(path), self.zstd, session_id, now, self.known_types)
+        return StoredSession(again.header, again.events, attrs.evolve(report, committed=True))
+
+    def read_from(self, session_id: str, from_seq: int) -> tuple[Event, ...]:
+        """Stored events with `seq >= from_seq` from the valid prefix: no repair, no closers."""
+        start = safe_int(from_seq)
+        if start is None or start < 0 or type(from_seq) is bool:
+            raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
+        path = self._path_of(session_id)
+        data = _read_file(path)
+        scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)
+        if scan.header.get("id") != session_id:
+            raise CorruptLog(f"{path}: the header names session {scan.header.get('id')!r}")
+        return scan.events[start:]
+
+    def list(self) -> tuple[SessionHeader, ...]:
+        """Headers of materialized sessions (sorted by id), read without parsing whole logs.
+
+        Raises `StoreLayoutError` for a file of the other encoding, a log file
+        directly inside a project directory (the obsolete flat layout) or one id
+        under two project directories, and `CorruptLog` for a header that does
+        not map to its path.
+        """
+        if not self.root.is_dir():
+            return ()
+        found: dict[str, tuple[Path, SessionHeader]] = {}
+        for project in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            for entry in sorted(project.iterdir()):
+                if not entry.is_dir():
+                    if entry.name.endswith((".jsonl", ".jsonl.zstd")):
+                        raise StoreLayoutError(
+                            f"{entry}: a log file directly inside a project directory "
+                            "(the obsolete flat layout)"
+                        )
+                    continue
+                if (entry / self._other_name).exists():
+                    raise StoreLayoutError(
+                        f"{entry / self._other_name}: this root is configured for "
+                        f"{self._name} files (one encoding per root)"
+                    )
+                path = entry / self._name
+                if not path.is_file():
+                    continue
+                header = self._read_header(path)
+                self._check_location(path, header)
+                if header.id in found:
+                    raise StoreLayoutError(
+                        f"session {header.id!r} is stored twice: {found[header.id][0]} and {path}"
+                    )
+                found[header.id] = (path, header)
+        return tuple(found[k][1] for k in sorted(found))
+
+    def _read_header(self, path: Path) -> SessionHeader:
+        """The header of a log file, reading only its first line (or first frame)."""
+        buffer = b""
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(_READ_CHUNK)
+                buffer += chunk
+                if self.zstd:
+                    end = frame_end(buffer, 0) if buffer else None
+                    if end is not None:
+                        scan = scan_jsonl_zstd(buffer[:end])
+                        break
+                else:
+                    newline = buffer.find(b"\n")
+                    if newline != -1:
+                        scan = scan_jsonl(buffer[: newline + 1])
+                        break
+                if not chunk:
+                    scan = scan_jsonl_zstd(buffer) if self.zstd else scan_jsonl(buffer)
+                    break
+        return _stored_header(scan.header)
+
+    def __repr__(self) -> str:
+        return f"JsonlStore({str(self.root)!r}, zstd={self.zstd})"

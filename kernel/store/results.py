@@ -1,0 +1,60 @@
+"""What the stores hand back: a stored session's balanced view and a repair report.
+
+Both stores (JSONL files and SQLite) return the same two records, so a caller
+can switch layouts without changing how it reads a load or a repair.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kernel.events import Event, SessionHeader
+
+__all__ = ("RepairReport", "StoredSession")
+
+
+@attrs.frozen
+class RepairReport:
+    """A crash repair (persistence.md §6): what was removed and what was appended.
+
+    `location` names the file (or `sqlite:<db>#<session id>`). When `torn`, the
+    stored log ends in a torn tail: `torn_from_seq` is the first seq not kept
+    (the preserved prefix's length), `truncate_to` / `removed_bytes` the byte
+    offset a file is cut back to and how many bytes go (None / 0 for SQLite,
+    which deletes rows from `torn_from_seq` on), `dropped_records` how many
+    stored records or rows were outside the prefix, and `torn_reason` why.
+    `recovered` are events read from a torn Zstandard frame that the repair
+    writes back; `closers` the interrupted-turn closers appended. `committed`
+    is true only when this report describes writes that were made.
+    """
+
+    location: str
+    torn: bool = False
+    torn_from_seq: int | None = None
+    truncate_to: int | None = None
+    removed_bytes: int = 0
+    dropped_records: int = 0
+    torn_reason: str | None = None
+    recovered: tuple[Event, ...] = ()
+    closers: tuple[Event, ...] = ()
+    committed: bool = False
+
+    @property
+    def needed(self) -> bool:
+        """Whether the stored log needs (or needed) a repair at all."""
+        return self.torn or bool(self.closers)
+
+
+@attrs.frozen
+class StoredSession:
+    """A session read from a store: its header and balanced events (`prefix + closers`).
+
+    From `inspect`, `repair` is the repair a `load` would commit (nothing was
+    written); from `load`, it is the repair this load committed (`needed` is
+    false when there was nothing to do) and `events` were re-read afterwards.
+    The events never hold the end-seed marker a live session adds.
+    """
+
+    header: SessionHeader
+    events: tuple[Event, ...]
+    repair: RepairReport

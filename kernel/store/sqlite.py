@@ -1,0 +1,600 @@
+"""Sessions in one SQLite database (persistence.md §7, §6.3): stdlib `sqlite3`, WAL, STRICT.
+
+A thin shell: rows are encoded and decoded by the pure `kernel.rows`, the
+load pipeline and closers come from `kernel.durable`. This module only runs
+the transactions: opening rules (§7.1), the append transaction (§7.6) and the
+repair transaction (§6.3), each `BEGIN IMMEDIATE` and schema-checked, so a
+concurrent writer makes the later one fail instead of overwriting.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Final
+
+import attrs
+
+from kernel.chunks import pack_chunk_rows
+from kernel.codec import event_to_wire, header_from_json, header_to_json
+from kernel.durable import RawScan, plan_load
+from kernel.errors import (
+    CorruptLog,
+    KernelError,
+    SeqMismatch,
+    SessionHeaderError,
+    UnsupportedFormat,
+)
+from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
+from kernel.json import raw, safe_int
+from kernel.jsontext import format_number
+from kernel.rows import (
+    MAX_ROW_DATA_BYTES,
+    MAX_ROW_MEMBERS,
+    Row,
+    RowScan,
+    decode_row,
+    encode_rows,
+    event_row,
+    scan_rows,
+)
+from kernel.store.batch import check_batch
+from kernel.store.errors import (
+    ForeignStore,
+    LiveSessionOpen,
+    SessionExists,
+    SessionNotFound,
+    StaleRepair,
+    StoreError,
+)
+from kernel.store.results import RepairReport, StoredSession
+
+__all__ = ("APPLICATION_ID", "USER_VERSION", "SCHEMA", "SqliteStore")
+
+APPLICATION_ID: Final = 0x44534850
+"""`PRAGMA application_id` of a session database (ASCII "DSHP")."""
+USER_VERSION: Final = 17
+"""`PRAGMA user_version`: the physical schema version (unrelated to the format version 0)."""
+
+SCHEMA: Final = (
+    """CREATE TABLE persistence_state (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    store_id TEXT NOT NULL
+) STRICT""",
+    """CREATE TABLE sessions (
+    id TEXT PRIMARY KEY NOT NULL CHECK (length(id) > 0),
+    version INTEGER NOT NULL,
+    created_at INTEGER NOT NULL CHECK (created_at >= 0),
+    cwd TEXT,
+    parent_session TEXT,
+    seed_length INTEGER CHECK (seed_length >= 0),
+    origin TEXT CHECK (origin = 'subagent'),
+    delegation_depth INTEGER CHECK (delegation_depth >= 0),
+    agent_preset TEXT,
+    incarnation TEXT NOT NULL,
+    revision INTEGER NOT NULL CHECK (revision >= 0)
+) STRICT""",
+    """CREATE TABLE events (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    data ANY NOT NULL,
+    source_event_seqs ANY,
+    surface_op TEXT,
+    ignorable INTEGER CHECK (ignorable IN (0, 1)),
+    PRIMARY KEY (session_id, seq)
+) STRICT""",
+)
+"""The tables of §7.2, created in one transaction on a pristine database."""
+
+_TABLES: Final = ("persistence_state", "sessions", "events")
+_ROW_COLUMNS: Final = "seq, type, time, data, source_event_seqs, surface_op, ignorable"
+_SESSION_COLUMNS: Final = (
+    "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, "
+    "agent_preset, incarnation, revision"
+)
+_MAX_ATTEMPTS: Final = 8
+
+
+def _expected_structure() -> dict[str, Any]:
+    """The schema facts `_check_schema` compares, taken from a fresh in-memory database."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in SCHEMA:
+            conn.execute(statement)
+        return _structure(conn)
+    finally:
+        conn.close()
+
+
+def _structure(conn: sqlite3.Connection) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    for table in _TABLES:
+        listed = conn.execute(
+            "SELECT type, strict FROM pragma_table_list WHERE schema = 'main' AND name = ?",
+            (table,),
+        ).fetchall()
+        columns = conn.execute(
+            'SELECT name, type, "notnull", pk FROM pragma_table_xinfo(?)', (table,)
+        ).fetchall()
+        keys = conn.execute(
+            'SELECT "table", "from", "to", on_delete FROM pragma_foreign_key_list(?)', (table,)
+        ).fetchall()
+        facts[table] = (listed, columns, keys)
+    return facts
+
+
+_EXPECTED: dict[str, Any] | None = None
+
+
+def _expected() -> dict[str, Any]:
+    global _EXPECTED
+    if _EXPECTED is None:
+        _EXPECTED = _expected_structure()
+    return _EXPECTED
+
+
+def _spell_version(version: Any) -> str:
+    return format_number(version) if type(version) in (int, float) else repr(version)
+
+
+def _header_record(row: Sequence[Any]) -> dict[str, Any]:
+    """The in-memory header record of a `sessions` row; a foreign version is refused first."""
+    session_id, version = row[0], row[1]
+    if type(version) is not int:
+        raise CorruptLog(f"session {session_id}: stored version {version!r} is not a number")
+    if version > 0:
+        raise UnsupportedFormat(
+            f"session {session_id}: the log was written in format v{_spell_version(version)} "
+            "by a newer writer; this reader only reads v0; upgrade the reader to open it"
+        )
+    if version < 0:
+        raise UnsupportedFormat(
+            f"session {session_id}: the log uses format v{_spell_version(version)}, older than "
+            "the supported v0, and no upgrade path exists"
+        )
+    record: dict[str, Any] = {"version": 0, "id": session_id, "createdAt": row[2]}
+    for key, value in zip(
+        ("cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset"),
+        row[3:9],
+        strict=True,
+    ):
+        if value is not None:
+            record[key] = value
+    return record
+
+
+def _header_of(row: Sequence[Any]) -> SessionHeader:
+    try:
+        return header_from_json(_header_record(row), session_id=row[0])
+    except SessionHeaderError as exc:
+        raise CorruptLog(f"session {row[0]!r}: stored header is invalid: {exc}") from exc
+
+
+def _header_columns(header: SessionHeader) -> tuple[Any, ...]:
+    return (
+        header.id,
+        header.version,
+        header.created_at,
+        header.cwd,
+        header.parent_session,
+        header.seed_length,
+        header.origin,
+        header.delegation_depth,
+        header.agent_preset,
+    )
+
+
+def _admit_header(header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
+    """Admission §6 for a header given to `create`; a store also needs a non-empty id."""
+    if isinstance(header, SessionHeader):
+        header = header_to_json(header)
+    admitted = header_from_json(header)
+    if not admitted.id:
+        raise SessionHeaderError("a stored session needs a non-empty id (H4)")
+    return admitted
+
+
+def _wire(event: Event) -> dict[str, Any]:
+    """A decoded event as the plain wire dict the load pipeline reads (no copy of `data`)."""
+    wire = event_to_wire(event)
+    wire["data"] = raw(event.data)
+    return wire
+
+
+class _Restart(Exception):
+    """The session changed between planning and committing a repair: plan again."""
+
+
+@attrs.frozen
+class _Plan:
+    header: SessionHeader
+    events: tuple[Event, ...]
+    closers: tuple[Event, ...]
+    scan: RowScan
+    revision: int
+
+
+class SqliteStore:
+    """Sessions in a SQLite database at `path` (persistence.md §7).
+
+    Opening a pristine (empty) database creates the schema; any other database
+    must carry `application_id` 0x44534850 and `user_version` 17, else
+    `ForeignStore`. `pack_chunks=False` stores every delta chunk as its own
+    row; `known_types` is the vocabulary the loader accepts without `ignorable`.
+    One connection per store: not for sharing between threads; several
+    processes may share a database (transactions are `BEGIN IMMEDIATE`).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        pack_chunks: bool = True,
+        known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+        timeout: float = 30.0,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.pack_chunks = pack_chunks
+        self.known_types = frozenset(known_types)
+        self._pending: dict[str, SessionHeader] = {}
+        self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        try:
+            self._open()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- opening (§7.1) ---------------------------------------------------------------------
+
+    def _identity(self) -> tuple[int, int, int]:
+        conn = self._conn
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+        objects = conn.execute(
+            "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite!_%' ESCAPE '!'"
+        ).fetchone()[0]
+        return app_id, user_version, objects
+
+    def _refuse_identity(self, app_id: int, user_version: int, objects: int) -> None:
+        if user_version == 0:
+            if app_id != 0 or objects:
+                raise ForeignStore(
+                    f"{self.path}: not a session database (user_version 0 with application_id "
+                    f"{app_id:#x} and {objects} schema objects); refusing to touch it"
+                )
+        elif user_version != USER_VERSION:
+            raise ForeignStore(
+                f"{self.path}: physical schema version {user_version} is not {USER_VERSION}; "
+                "this reader does not migrate"
+            )
+        elif app_id != APPLICATION_ID:
+            raise ForeignStore(
+                f"{self.path}: application_id {app_id:#x} is not {APPLICATION_ID:#x}; "
+                "not a session database"
+            )
+
+    def _open(self) -> None:
+        conn = self._conn
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA trusted_schema = OFF")
+            identity = self._identity()
+        except sqlite3.OperationalError:
+            raise  # locked, unreadable, ...: an I/O condition, not a foreign file
+        except sqlite3.DatabaseError as exc:
+            raise ForeignStore(f"{self.path}: not a SQLite database ({exc})") from exc
+        self._refuse_identity(*identity)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        if identity[1] == 0:
+            with self._transaction():
+                app_id, user_version, objects = self._identity()
+                if (app_id, user_version, objects) == (0, 0, 0):
+                    for statement in SCHEMA:
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?)",
+                        (str(uuid.uuid4()),),
+                    )
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version = {USER_VERSION}")
+        with self._transaction(immediate=False):
+            self._check_schema()
+
+    def _check_schema(self) -> None:
+        """Re-validate identity and tables (run inside every transaction)."""
+        identity = self._identity()
+        self._refuse_identity(*identity)
+        if identity[1] != USER_VERSION:
+            raise ForeignStore(f"{self.path}: the session schema is missing")
+        if _structure(self._conn) != _expected():
+            raise CorruptLog(f"{self.path}: the session tables do not match schema {USER_VERSION}")
+        state = self._conn.execute("SELECT singleton, store_id FROM persistence_state").fetchall()
+        if len(state) != 1 or state[0][0] != 1:
+            raise CorruptLog(f"{self.path}: persistence_state must hold exactly one row")
+
+    @contextmanager
+    def _transaction(self, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @property
+    def store_id(self) -> str:
+        """The random UUID identifying this database."""
+        with self._transaction(immediate=False) as conn:
+            value: str = conn.execute("SELECT store_id FROM persistence_state").fetchone()[0]
+        return value
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r})"
+
+    # -- reading rows -----------------------------------------------------------------------
+
+    def _session_row(self, session_id: str) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self._conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return row
+
+    def _rows(self, session_id: str, *, from_seq: int = 0) -> list[Row]:
+        cursor = self._conn.execute(
+            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq",
+            (session_id, from_seq),
+        )
+        return [Row(*r) for r in cursor]
+
+    def _location(self, session_id: str) -> str:
+        return f"sqlite:{self.path}#{session_id}"
+
+    def _read(self, session_id: str) -> tuple[tuple[Any, ...], list[Row]]:
+        with self._transaction(immediate=False):
+            self._check_schema()
+            session = self._session_row(session_id)
+            if session is None:
+                raise SessionNotFound(f"no stored session {session_id!r} in {self.path}")
+            return session, self._rows(session_id)
+
+    def _plan(self, session: tuple[Any, ...], rows: list[Row]) -> _Plan:
+        """§5 over the decoded rows: version first, then the row scan, then `plan_load`."""
+        record = _header_record(session)
+        scan = scan_rows(rows)
+        raw_scan = RawScan(
+            header=record,
+            records=[_wire(e) for e in scan.events],
+            committed_bytes=0,
+            total_bytes=0,
+        )
+        header, events, closers = plan_load(
+            raw_scan, session_id=session[0], known_types=self.known_types
+        )
+        return _Plan(header, events, closers, scan, session[10])
+
+    def _report(self, session_id: str, plan: _Plan, *, committed: bool) -> RepairReport:
+        scan = plan.scan
+        return RepairReport(
+            location=self._location(session_id),
+            torn=scan.torn_from is not None,
+            torn_from_seq=scan.torn_from,
+            dropped_records=scan.dropped_rows,
+            torn_reason=scan.reason,
+            closers=plan.closers,
+            committed=committed,
+        )
+
+    # -- create and append (§1, §7.6) -------------------------------------------------------
+
+    def create(self, header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
+        """Register a new session; nothing is written until its first non-empty append."""
+        admitted = _admit_header(header)
+        with self._transaction(immediate=False):
+            stored = self._session_row(admitted.id)
+        if admitted.id in self._pending or stored is not None:
+            raise SessionExists(f"session {admitted.id!r} already exists in {self.path}")
+        self._pending[admitted.id] = admitted
+        return admitted
+
+    def _records(self, batch: tuple[Event, ...]) -> Sequence[Any]:
+        if not self.pack_chunks:
+            return batch
+        return pack_chunk_rows(
+            batch, max_members=MAX_ROW_MEMBERS, max_data_bytes=MAX_ROW_DATA_BYTES
+        )
+
+    def _insert(self, session_id: str, rows: Iterable[Row]) -> None:
+        self._conn.executemany(
+            f"INSERT INTO events (session_id, {_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    session_id,
+                    r.seq,
+                    r.type,
+                    r.time,
+                    r.data,
+                    r.source_event_seqs,
+                    r.surface_op,
+                    r.ignorable,
+                )
+                for r in rows
+            ),
+        )
+
+    def _bump_revision(self, session_id: str) -> None:
+        self._conn.execute(
+            "UPDATE sessions SET revision = revision + 1 WHERE id = ?", (session_id,)
+        )
+
+    def _next_seq(self, session_id: str) -> int:
+        """The seq after the logical last event, decoded from the physical tail row."""
+        tail = self._conn.execute(
+            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        if tail is None:
+            return 0
+        try:
+            events = decode_row(Row(*tail))
+        except KernelError as exc:
+            raise CorruptLog(
+                f"session {session_id!r}: invalid physical tail at seq {tail[0]} ({exc}); "
+                "load the session to commit its repair before appending"
+            ) from exc
+        return events[-1].seq + 1
+
+    def append(self, session_id: str, events: Iterable[Event]) -> None:
+        """Append one batch in one `BEGIN IMMEDIATE` transaction (§7.6); durable on return.
+
+        The batch must continue the stored log (`SeqMismatch`, also when a
+        concurrent writer got there first); retired vocabulary is refused;
+        unknown types are accepted. An empty batch is a no-op. The first
+        non-empty append of a created session inserts its `sessions` row.
+        """
+        batch = check_batch(events)
+        if not batch:
+            if session_id not in self._pending:
+                self._read(session_id)
+            return
+        rows = encode_rows(self._records(batch))
+        with self._transaction():
+            self._check_schema()
+            stored = self._session_row(session_id)
+            pending = self._pending.get(session_id)
+            if stored is None:
+                if pending is None:
+                    raise SessionNotFound(f"no stored session {session_id!r} in {self.path}")
+                next_seq = 0
+            elif pending is not None:
+                raise SessionExists(f"session {session_id!r} was materialized by another writer")
+            else:
+                next_seq = self._next_seq(session_id)
+            if batch[0].seq != next_seq:
+                raise SeqMismatch(
+                    f"session {session_id!r}: batch starts at seq {batch[0].seq}, "
+                    f"but the stored log continues at {next_seq} (R4)",
+                    seq=batch[0].seq,
+                )
+            if stored is None and pending is not None:
+                self._conn.execute(
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                    (*_header_columns(pending), str(uuid.uuid4())),
+                )
+            try:
+                self._insert(session_id, rows)
+            except sqlite3.IntegrityError as exc:
+                raise SeqMismatch(
+                    f"session {session_id!r}: seq {batch[0].seq} is already stored ({exc})",
+                    seq=batch[0].seq,
+                ) from exc
+            self._bump_revision(session_id)
+        self._pending.pop(session_id, None)
+
+    # -- inspect, load, read_from, list -----------------------------------------------------
+
+    def inspect(self, session_id: str, *, now: int = 0) -> StoredSession:
+        """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
+        plan = self._plan(*self._read(session_id))
+        return StoredSession(
+            plan.header, plan.events, self._report(session_id, plan, committed=False)
+        )
+
+    def load(self, session_id: str, *, now: int, adopt_live: bool = False) -> StoredSession:
+        """Like `inspect`, then commit any needed repair (§6.3) once, and re-read.
+
+        With `adopt_live` (the session is still owned by a live writer) a torn
+        tail is removed but closers are never appended: an open last turn
+        raises `LiveSessionOpen`. A session that changes while the repair is
+        planned is planned again; one that keeps changing raises `StaleRepair`.
+        """
+        for _ in range(_MAX_ATTEMPTS):
+            plan = self._plan(*self._read(session_id))
+            report = self._report(session_id, plan, committed=False)
+            if adopt_live and plan.closers:
+                raise LiveSessionOpen(
+                    f"session {session_id!r} is owned by a live writer and its last turn is open"
+                )
+            if not report.needed:
+                return StoredSession(plan.header, plan.events, report)
+            try:
+                self._commit_repair(session_id, plan)
+            except _Restart:
+                continue
+            again = self._plan(*self._read(session_id))
+            if again.closers or again.scan.torn_from is not None:
+                raise CorruptLog(f"session {session_id!r}: the committed repair did not converge")
+            return StoredSession(again.header, again.events, attrs.evolve(report, committed=True))
+        raise StaleRepair(f"session {session_id!r} kept changing while its repair was planned")
+
+    def _commit_repair(self, session_id: str, plan: _Plan) -> None:
+        """The repair transaction of §6.3."""
+        with self._transaction() as conn:
+            self._check_schema()
+            session = self._session_row(session_id)
+            if session is None or session[10] != plan.revision:
+                raise _Restart
+            current = scan_rows(self._rows(session_id))
+            planned = plan.scan.torn_from
+            if planned is not None and current.torn_from != planned:
+                raise StaleRepair(
+                    f"session {session_id!r}: stale repair (torn tail planned at seq {planned}, "
+                    f"found at {current.torn_from})"
+                )
+            if planned is None and current.torn_from is not None:
+                raise StaleRepair(
+                    f"session {session_id!r}: repair omitted the current torn tail "
+                    f"(at seq {current.torn_from})"
+                )
+            if planned is not None:
+                conn.execute(
+                    "DELETE FROM events WHERE session_id = ? AND seq >= ?", (session_id, planned)
+                )
+            if plan.closers:
+                if plan.closers[0].seq != len(current.events):
+                    raise StaleRepair(
+                        f"session {session_id!r}: stale repair (closers start at seq "
+                        f"{plan.closers[0].seq}, the stored log continues at "
+                        f"{len(current.events)})"
+                    )
+                self._insert(session_id, (event_row(e) for e in plan.closers))
+            self._bump_revision(session_id)
+
+    def read_from(self, session_id: str, from_seq: int) -> tuple[Event, ...]:
+        """Stored events with `seq >= from_seq` from the valid prefix: no repair, no closers."""
+        start = safe_int(from_seq)
+        if start is None or start < 0 or type(from_seq) is bool:
+            raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
+        _, rows = self._read(session_id)
+        return scan_rows(rows).events[start:]
+
+    def list(self) -> tuple[SessionHeader, ...]:
+        """Headers of materialized sessions, sorted by id (no event rows are read).
+
+        A session stored in a foreign format version makes the listing fail
+        with `UnsupportedFormat`, as loading it would.
+        """
+        with self._transaction(immediate=False) as conn:
+            self._check_schema()
+            sessions = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY id"
+            ).fetchall()
+        return tuple(_header_of(s) for s in sessions)

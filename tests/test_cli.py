@@ -1,0 +1,697 @@
+"""The `session-kernel` command through its real entry point (`python -m kernel.cli`).
+
+Logs are built in `tmp_path` with the kernel's own `SessionLog` and written with
+`write_jsonl` / `write_jsonl_zstd`, so every expected number below is known from
+how the log was made, not read back from the command under test.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel.durable import write_jsonl
+from kernel.events import APPEND, Event, Replace
+from kernel.frames import encode_zstd_frame, write_jsonl_zstd
+from kernel.log import SessionLog
+from kernel.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+from kernel.store.sqlite import SqliteStore
+
+MODEL = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
+SYSTEM = "You are a test assistant."
+REQUEST_HEADER = {
+    "header": {
+        "config": {"provider": "deepseek", "model": "deepseek-chat"},
+        "system": SYSTEM,
+        "tools": [
+            {"name": "ls", "description": "List files", "parameters": {"type": "object"}},
+            {"name": "read", "description": "Read a file", "parameters": {"type": "object"}},
+        ],
+    },
+    "reason": "initial",
+}
+TORN_RECORD = b'{"type":"assistant/chunk","seq":'
+
+
+def header(session_id: str) -> dict[str, Any]:
+    return {"version": 0, "id": session_id, "createdAt": 1_760_000_000_000, "cwd": "/projects/x"}
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """One run of the real command; a traceback on stderr always fails the test."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def run_json(*args: str | Path) -> tuple[int, Any]:
+    proc = run(*args, "--json")
+    return proc.returncode, json.loads(proc.stdout)
+
+
+class Builder:
+    """Appends through `SessionLog.append` (full admission) with a ticking clock."""
+
+    def __init__(self) -> None:
+        self.log = SessionLog.empty()
+        self.clock = 1_760_000_000_000
+
+    def add(self, type_: str, data: Any, **kwargs: Any) -> int:
+        self.clock += 1
+        self.log = self.log.append(type_, data, time=self.clock, **kwargs)
+        return self.log.next_seq - 1
+
+    @property
+    def events(self) -> list[Event]:
+        return list(self.log.events)
+
+    def user(self, mid: str, text: str, **kwargs: Any) -> int:
+        source = {"kind": "user"}
+        data = {"id": mid, "role": "user", "content": [{"type": "text", "text": text}]}
+        if "surface_op" not in kwargs:
+            kwargs["surface_op"] = APPEND
+        return self.add("user/message", {**data, "source": source}, **kwargs)
+
+    def assistant(self, turn: int, step: int, mid: str, text: str, calls: Sequence[str]) -> int:
+        content: list[Any] = [{"type": "text", "text": text}]
+        content += [{"type": "tool-call", "id": c, "name": "ls", "arguments": "{}"} for c in calls]
+        message = {"id": mid, "role": "assistant", "content": content, "source": MODEL}
+        data = {"turn": turn, "step": step, "message": message}
+        return self.add("assistant/message", data, surface_op=APPEND)
+
+    def call(self, turn: int, step: int, call_id: str) -> int:
+        data = {"turn": turn, "step": step, "callId": call_id, "name": "ls", "arguments": "{}"}
+        return self.add("tool/call", data)
+
+    def result(self, turn: int, step: int, call_id: str, call_seq: int, text: str = "ok") -> int:
+        block = {
+            "type": "tool-result",
+            "toolCallId": call_id,
+            "content": [{"type": "text", "text": text}],
+            "isError": False,
+        }
+        message = {
+            "id": f"r-{call_id}",
+            "role": "user",
+            "content": [block],
+            "source": {"kind": "tool", "callId": call_id},
+        }
+        data = {"turn": turn, "step": step, "message": message}
+        return self.add("tool/result", data, surface_op=APPEND, source_event_seqs=[call_seq])
+
+    def step(self, turn: int, step: int, calls: Sequence[str], *, chunks: int = 0) -> None:
+        self.add("step/start", {"turn": turn, "step": step})
+        if turn == 1 and step == 1:
+            self.add("request/header", REQUEST_HEADER)
+        for k in range(chunks):
+            chunk = {"type": "text-delta", "index": 0, "text": f"w{k} "}
+            self.add("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk})
+        self.assistant(turn, step, f"a{turn}-{step}", f"answer {turn}.{step}", calls)
+        for c in calls:
+            self.result(turn, step, c, self.call(turn, step, c))
+        self.add("step/end", {"turn": turn, "step": step})
+
+    def turn(self, turn: int, steps: Sequence[Sequence[str]], *, chunks: int = 0) -> None:
+        self.add("turn/start", {"turn": turn})
+        self.user(f"u{turn}", f"question {turn}")
+        for number, calls in enumerate(steps, start=1):
+            self.step(turn, number, calls, chunks=chunks)
+        self.add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+def clean_log() -> Builder:
+    """Two turns, three steps, one tool call, some streamed chunks."""
+    b = Builder()
+    b.turn(1, [["c1"], []], chunks=3)
+    b.turn(2, [[]], chunks=2)
+    return b
+
+
+def compaction_log() -> tuple[Builder, int, list[int]]:
+    """Turn 1 with a call; turn 2 opens with a summary replacing all of turn 1's surface."""
+    b = Builder()
+    b.turn(1, [["c1"], []])
+    shadowed = list(b.log.surface.nodes)
+    b.add("turn/start", {"turn": 2})
+    summary = {
+        "id": "sum-1",
+        "role": "user",
+        "content": [{"type": "text", "text": "Summary: the user listed files."}],
+        "source": {"kind": "plugin", "plugin": "compact"},
+    }
+    replace_seq = b.add(
+        "user/message",
+        summary,
+        surface_op=Replace(shadowed[0], shadowed[-1]),
+        source_event_seqs=shadowed,
+    )
+    b.user("u2", "and now?")
+    b.step(2, 1, [])
+    b.add("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+    return b, replace_seq, shadowed
+
+
+def crash_log() -> Builder:
+    """A closed turn, then turn 2 cut off after an assistant message with two calls,
+    of which only the first was recorded as started (`tool/call`)."""
+    b = Builder()
+    b.turn(1, [[]])
+    b.add("turn/start", {"turn": 2})
+    b.user("u2", "do two things")
+    b.add("step/start", {"turn": 2, "step": 1})
+    b.assistant(2, 1, "a2-1", "on it", ["k1", "k2"])
+    b.call(2, 1, "k1")
+    return b
+
+
+# -- inspect -------------------------------------------------------------------------------------
+
+
+def test_version_names_the_command() -> None:
+    proc = run("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("session-kernel ")
+
+
+def test_inspect_clean_log_json_counts_turns_messages_and_header(tmp_path: Path) -> None:
+    b = clean_log()
+    path = tmp_path / "clean.jsonl"
+    data = write_jsonl(header("clean"), b.events)
+    path.write_bytes(data)
+
+    code, doc = run_json("inspect", path)
+
+    assert code == 0
+    assert doc["source"] == {"path": str(path), "format": "jsonl", "session": "clean"}
+    assert doc["header"]["id"] == "clean" and doc["header"]["cwd"] == "/projects/x"
+    assert doc["events"]["total"] == len(b.events)
+    expected_counts: dict[str, int] = {}
+    for event in b.events:
+        expected_counts[event.type] = expected_counts.get(event.type, 0) + 1
+    assert doc["events"]["byType"] == expected_counts
+    assert doc["events"]["byType"]["assistant/chunk"] == 3 * 2 + 2
+    assert [(t["turn"], t["steps"], t["reason"], t["open"]) for t in doc["turns"]] == [
+        (1, 2, "completed", False),
+        (2, 1, "completed", False),
+    ]
+    assert doc["lastTurnOpen"] is False
+    assert doc["surface"]["nodes"] == list(b.log.surface.nodes)
+    assert doc["surface"]["replacements"] == []
+    roles = [(m["role"], m["id"]) for m in doc["messages"]]
+    assert roles == [
+        ("user", "u1"),
+        ("assistant", "a1-1"),
+        ("user", "r-c1"),
+        ("assistant", "a1-2"),
+        ("user", "u2"),
+        ("assistant", "a2-1"),
+    ]
+    call = doc["messages"][1]["content"][1]
+    assert call == {"type": "tool-call", "id": "c1", "name": "ls"}
+    result = doc["messages"][2]["content"][0]
+    assert result == {"type": "tool-result", "toolCallId": "c1", "isError": False}
+    assert doc["requestHeader"] == {
+        "provider": "deepseek",
+        "model": "deepseek-chat",
+        "tools": 2,
+        "systemPromptLength": len(SYSTEM),
+    }
+    assert doc["repair"] == {"closers": [], "needed": False}
+    assert doc["tail"]["torn"] is False
+    assert doc["tail"]["committedBytes"] == doc["tail"]["totalBytes"] == len(data)
+
+
+def test_inspect_clean_log_tables_show_every_section(tmp_path: Path) -> None:
+    path = tmp_path / "clean.jsonl"
+    path.write_bytes(write_jsonl(header("clean"), clean_log().events))
+
+    proc = run("inspect", path)
+
+    assert proc.returncode == 0, proc.stderr
+    for heading in ("Header", "Events (", "Turns", "Surface", "Messages (6)"):
+        assert heading in proc.stdout
+    for heading in ("Request header in force", "Repair", "Tail"):
+        assert heading in proc.stdout
+    assert "deepseek / deepseek-chat" in proc.stdout
+    assert "call ls (c1)" in proc.stdout
+    assert "open" not in proc.stdout.split("Turns", 1)[1].split("Surface", 1)[0]
+
+
+def test_inspect_compaction_log_lists_the_replacement_and_summary_first(tmp_path: Path) -> None:
+    b, replace_seq, shadowed = compaction_log()
+    path = tmp_path / "compaction.jsonl"
+    path.write_bytes(write_jsonl(header("compact"), b.events))
+
+    code, doc = run_json("inspect", path)
+
+    assert code == 0
+    assert doc["surface"]["replacements"] == [
+        {"seq": replace_seq, "start": shadowed[0], "end": shadowed[-1], "shadowed": shadowed}
+    ]
+    assert doc["surface"]["nodes"][0] == replace_seq
+    assert not set(shadowed) & set(doc["surface"]["nodes"])
+    assert [m["id"] for m in doc["messages"]] == ["sum-1", "u2", "a2-1"]
+    assert doc["messages"][0]["content"][0]["preview"] == "Summary: the user listed files."
+
+    text = run("inspect", path).stdout
+    assert "Replacements" in text and "sum-1" in text
+
+
+def test_inspect_crash_log_reports_torn_tail_open_turn_and_closers(tmp_path: Path) -> None:
+    b = crash_log()
+    committed = write_jsonl(header("crash"), b.events)
+    path = tmp_path / "crash.jsonl"
+    path.write_bytes(committed + TORN_RECORD)
+    last = len(b.events)
+
+    code, doc = run_json("inspect", path)
+
+    assert code == 0
+    assert doc["lastTurnOpen"] is True
+    assert doc["turns"][-1] == {
+        "turn": 2,
+        "startSeq": doc["turns"][-1]["startSeq"],
+        "endSeq": None,
+        "steps": 1,
+        "reason": None,
+        "open": True,
+    }
+    assert doc["repair"]["closers"] == [
+        {"type": "tool/result", "seq": last, "callId": "k1", "errorCode": TOOL_OUTCOME_UNKNOWN},
+        {"type": "tool/result", "seq": last + 1, "callId": "k2", "errorCode": TOOL_NOT_STARTED},
+        {"type": "step/end", "seq": last + 2},
+        {"type": "turn/end", "seq": last + 3},
+    ]
+    assert doc["repair"]["needed"] is True
+    assert doc["repair"]["truncateTo"] == len(committed)
+    assert doc["repair"]["truncateBytes"] == len(TORN_RECORD)
+    tail = doc["tail"]
+    assert tail["torn"] is True
+    assert tail["committedBytes"] == len(committed)
+    assert tail["totalBytes"] == len(committed) + len(TORN_RECORD)
+    assert tail["droppedRecords"] == 1
+    assert "newline" in tail["reason"]
+    # the stored prefix, not the repaired log, is what is counted and derived
+    assert doc["events"]["total"] == last
+    assert doc["messages"][-1]["content"][1:] == [
+        {"type": "tool-call", "id": "k1", "name": "ls"},
+        {"type": "tool-call", "id": "k2", "name": "ls"},
+    ]
+
+    text = run("inspect", path).stdout
+    for fragment in ("the last turn is open", TOOL_OUTCOME_UNKNOWN, TOOL_NOT_STARTED, "why"):
+        assert fragment in text
+
+
+def test_inspect_zstd_log_derives_what_the_plain_log_does(tmp_path: Path) -> None:
+    b, _, _ = compaction_log()
+    plain, framed = tmp_path / "a.jsonl", tmp_path / "a.jsonl.zstd"
+    plain.write_bytes(write_jsonl(header("z"), b.events))
+    framed.write_bytes(write_jsonl_zstd(header("z"), b.events))
+
+    _, from_plain = run_json("inspect", plain)
+    code, from_framed = run_json("inspect", framed)
+
+    assert code == 0
+    assert from_framed["source"]["format"] == "jsonl.zstd"
+    for key in ("header", "events", "turns", "surface", "messages", "requestHeader", "repair"):
+        assert from_framed[key] == from_plain[key], key
+
+
+def test_inspect_markup_in_log_text_is_printed_verbatim(tmp_path: Path) -> None:
+    b = Builder()
+    b.add("turn/start", {"turn": 1})
+    b.user("u1", "[bold]not markup[/bold]")
+    b.add("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    path = tmp_path / "markup.jsonl"
+    path.write_bytes(write_jsonl(header("m"), b.events))
+
+    assert "[bold]not markup[/bold]" in run("inspect", path).stdout
+
+
+# -- errors on bad input -------------------------------------------------------------------------
+
+
+def corrupt_copy(tmp_path: Path, name: str) -> Path:
+    """A clean log whose second record is damaged: a real turn/end follows, so it is corrupt."""
+    lines = write_jsonl(header(name), clean_log().events).split(b"\n")
+    lines[2] = b"{not json"
+    path = tmp_path / f"{name}.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    return path
+
+
+def test_corrupt_log_is_one_line_naming_the_error_class(tmp_path: Path) -> None:
+    path = corrupt_copy(tmp_path, "bad")
+
+    proc = run("inspect", path)
+
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "CorruptLog" in lines[0] and str(path) in lines[0]
+
+
+def test_foreign_version_exits_3_and_missing_file_exits_2(tmp_path: Path) -> None:
+    future = tmp_path / "future.jsonl"
+    future.write_bytes(b'{"type":"session","version":2,"id":"f","createdAt":0}\n')
+
+    proc = run("inspect", future)
+    assert proc.returncode == 3
+    assert "UnsupportedFormat" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+    missing = run("inspect", tmp_path / "nope.jsonl")
+    assert missing.returncode == 2 and "nope.jsonl" in missing.stderr
+
+    assert run("verify", tmp_path / "nothing-here").returncode == 2
+
+
+# -- verify --------------------------------------------------------------------------------------
+
+
+def generated_corpus(root: Path, count: int) -> dict[str, int]:
+    """`count` generated logs in nested directories; returns the statuses they must get.
+
+    Every third log is cut at a random event (an open turn unless the cut lands
+    just after a turn/end), every fifth ends in a torn record.
+    """
+    expected = {"ok": 0, "repairable": 0, "torn": 0}
+    for i in range(count):
+        rng = random.Random(i)
+        b = Builder()
+        for turn in range(1, rng.randint(1, 3) + 1):
+            steps = [
+                [f"c{turn}-{s}-{k}" for k in range(rng.randint(0, 2))]
+                for s in range(rng.randint(1, 3))
+            ]
+            b.turn(turn, steps, chunks=rng.randint(0, 3))
+        events = b.events
+        if i % 3 == 1:
+            events = events[: rng.randint(1, len(events) - 1)]
+        torn = i % 5 == 2
+        data = write_jsonl(header(f"s{i}"), events) + (TORN_RECORD if torn else b"")
+        folder = root / f"group-{i % 7}" / ("deep" if i % 2 else "")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"s{i}.jsonl").write_bytes(data)
+        if torn:
+            expected["torn"] += 1
+        elif events[-1].type != "turn/end":
+            expected["repairable"] += 1
+        else:
+            expected["ok"] += 1
+    return expected
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    root = tmp_path_factory.mktemp("corpus")
+    (root / "notes.txt").write_text("not a log, skipped\n")
+    return root, generated_corpus(root, 300)
+
+
+def test_verify_generated_corpus_in_parallel_summarizes_and_exits_0(
+    corpus: tuple[Path, dict[str, int]],
+) -> None:
+    root, expected = corpus
+
+    code, report = run_json("verify", "--jobs", "2", root)
+
+    assert code == 0
+    assert report["exitStatus"] == 0
+    assert report["summary"] == {
+        "logs": 300,
+        **expected,
+        "invalid": 0,
+        "unsupported": 0,
+        "error": 0,
+    }
+    assert expected["repairable"] > 20 and expected["torn"] > 20 and expected["ok"] > 100
+    by_status: dict[str, list[Any]] = {}
+    for log in report["logs"]:
+        by_status.setdefault(log["status"], []).append(log)
+    for log in by_status["repairable"]:
+        assert log["closers"][-1]["type"] == "turn/end" and not log["tail"]["torn"]
+    for log in by_status["torn"]:
+        assert log["tail"]["totalBytes"] - log["tail"]["committedBytes"] == len(TORN_RECORD)
+    assert all(log["problems"] == [] for log in report["logs"])
+
+
+def test_verify_table_output_matches_the_json_summary(
+    corpus: tuple[Path, dict[str, int]],
+) -> None:
+    root, expected = corpus
+
+    proc = run("verify", root)
+
+    assert proc.returncode == 0, proc.stderr
+    assert "Verified 300 log(s)" in proc.stdout
+    rows = {
+        cells[0]: int(cells[1])
+        for line in proc.stdout.splitlines()
+        if len(cells := [c.strip() for c in line.strip("│┃").split("│")]) >= 3
+        and cells[0] in expected
+        and cells[1].isdigit()
+    }
+    assert rows == expected
+    assert "interrupted final turn" in proc.stdout
+
+
+def test_verify_exits_1_on_corruption_and_names_the_log(
+    corpus: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    root, _ = corpus
+    bad = corrupt_copy(tmp_path, "bad")
+
+    code, report = run_json("verify", root, bad)
+
+    assert code == 1 and report["exitStatus"] == 1
+    assert report["summary"]["invalid"] == 1 and report["summary"]["logs"] == 301
+    (invalid,) = [log for log in report["logs"] if log["status"] == "invalid"]
+    assert invalid["path"] == str(bad)
+    assert invalid["problems"][0]["check"] == "admission"
+    assert invalid["problems"][0]["message"].startswith("CorruptLog:")
+
+    proc = run("verify", bad)
+    assert proc.returncode == 1 and "CorruptLog" in proc.stdout
+
+
+def test_verify_reports_relational_invariant_violations(tmp_path: Path) -> None:
+    b = Builder()
+    b.turn(1, [[]])
+    b.add("turn/start", {"turn": 3})  # admissible, but turns must be numbered 1, 2, 3, ...
+    b.add("turn/end", {"turn": 3, "reason": {"kind": "completed"}})
+    path = tmp_path / "skip.jsonl"
+    path.write_bytes(write_jsonl(header("skip"), b.events))
+
+    code, report = run_json("verify", path)
+
+    assert code == 1
+    (log,) = report["logs"]
+    assert log["status"] == "invalid"
+    assert [(p["check"], p["seq"]) for p in log["problems"]] == [("invariants", len(b.events) - 2)]
+
+
+def test_verify_reports_a_call_left_unanswered_before_the_next_assistant_message(
+    tmp_path: Path,
+) -> None:
+    b = Builder()
+    b.add("turn/start", {"turn": 1})
+    b.user("u1", "go")
+    b.add("step/start", {"turn": 1, "step": 1})
+    b.assistant(1, 1, "a1", "calling", ["lost"])
+    b.add("step/end", {"turn": 1, "step": 1})  # a step may end with a call unanswered (§6)
+    error = {"message": "tool crashed", "code": "E"}
+    b.add("turn/end", {"turn": 1, "reason": {"kind": "error", "error": error}})
+    alone = tmp_path / "alone.jsonl"
+    alone.write_bytes(write_jsonl(header("alone"), b.events))
+    b.turn(2, [[]])
+    followed = tmp_path / "followed.jsonl"
+    followed.write_bytes(write_jsonl(header("followed"), b.events))
+
+    code, report = run_json("verify", alone, followed)
+
+    assert code == 1
+    status = {log["session"]: log for log in report["logs"]}
+    assert status["alone"]["status"] == "ok"
+    assert status["followed"]["status"] == "invalid"
+    (problem,) = status["followed"]["problems"]
+    assert problem["check"] == "pairing" and "lost" in problem["message"]
+
+
+# -- repair --------------------------------------------------------------------------------------
+
+
+def test_repair_dry_run_writes_nothing_then_repair_twice_does_nothing_the_second_time(
+    tmp_path: Path,
+) -> None:
+    b = crash_log()
+    committed = write_jsonl(header("crash"), b.events)
+    path = tmp_path / "crash.jsonl"
+    path.write_bytes(committed + TORN_RECORD)
+    before = path.read_bytes()
+    last = len(b.events)
+
+    code, plan = run_json("repair", "--dry-run", path)
+    assert code == 0
+    assert path.read_bytes() == before
+    assert plan["dryRun"] is True and plan["committed"] is False and plan["needed"] is True
+    assert plan["truncateTo"] == len(committed) and plan["removedBytes"] == len(TORN_RECORD)
+    assert [c["seq"] for c in plan["closers"]] == [last, last + 1, last + 2, last + 3]
+    text = run("repair", "--dry-run", path).stdout
+    assert "would truncate" in text and "nothing written" in text
+    assert path.read_bytes() == before
+
+    first = run("repair", path)
+    assert first.returncode == 0, first.stderr
+    assert f"truncated {len(TORN_RECORD)} byte(s)" in first.stdout
+    assert "appended 4" in first.stdout
+    repaired = path.read_bytes()
+    assert repaired.startswith(committed) and len(repaired.splitlines()) == last + 1 + 4
+
+    code, again = run_json("repair", path)
+    assert code == 0
+    assert again["needed"] is False and again["committed"] is False and again["closers"] == []
+    assert "nothing to repair" in run("repair", path).stdout
+    assert path.read_bytes() == repaired
+
+
+def test_repair_zstd_log_rewrites_a_torn_frame_once(tmp_path: Path) -> None:
+    b = crash_log()
+    data = write_jsonl_zstd(header("zc"), b.events)
+    path = tmp_path / "crash.jsonl.zstd"
+    frame = encode_zstd_frame(TORN_RECORD + b"\n")
+    path.write_bytes(data + frame[: len(frame) - 3])  # a frame cut short: the torn tail
+    last = len(b.events)
+
+    code, done = run_json("repair", path)
+
+    assert code == 0
+    assert done["committed"] is True and done["torn"] is True
+    assert done["truncateTo"] == len(data)
+    assert [c["seq"] for c in done["closers"]] == [last, last + 1, last + 2, last + 3]
+    repaired = path.read_bytes()
+    code, again = run_json("repair", path)
+    assert code == 0 and again["needed"] is False
+    assert path.read_bytes() == repaired
+
+
+def test_repair_refuses_a_corrupt_log_without_writing(tmp_path: Path) -> None:
+    path = corrupt_copy(tmp_path, "bad")
+    before = path.read_bytes()
+
+    proc = run("repair", path)
+
+    assert proc.returncode == 1 and "CorruptLog" in proc.stderr
+    assert path.read_bytes() == before
+
+
+# -- SQLite --------------------------------------------------------------------------------------
+
+
+def sqlite_db(path: Path) -> int:
+    """A database with a clean session `alpha` and a crashed session `beta` whose last
+    stored row is undecodable (a torn tail); returns beta's stored prefix length."""
+    with SqliteStore(path) as store:
+        store.create(header("alpha"))
+        store.append("alpha", clean_log().events)
+        store.create(header("beta"))
+        events = crash_log().events
+        store.append("beta", events)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT INTO events (session_id, seq, type, time, data) "
+            "VALUES ('beta', ?, 'assistant/chunk', 1, '{not json')",
+            (len(events),),
+        )
+    conn.close()
+    return len(events)
+
+
+def test_sqlite_inspect_verify_and_repair_every_session(tmp_path: Path) -> None:
+    db = tmp_path / "sessions.db"
+    prefix = sqlite_db(db)
+
+    code, docs = run_json("inspect", db)
+    assert code == 0
+    assert [d["source"]["session"] for d in docs] == ["alpha", "beta"]
+    alpha, beta = docs
+    assert alpha["tail"]["torn"] is False and alpha["repair"]["closers"] == []
+    assert beta["tail"]["torn"] is True and beta["tail"]["tornFromSeq"] == prefix
+    assert beta["tail"]["droppedRecords"] == 1
+    assert beta["repair"]["deleteFromSeq"] == prefix
+    assert [c["seq"] for c in beta["repair"]["closers"]] == [prefix + i for i in range(4)]
+    code, only = run_json("inspect", db, "--session", "alpha")
+    assert code == 0 and [d["source"]["session"] for d in only] == ["alpha"]
+    assert run("inspect", db, "--session", "nope").returncode == 1
+
+    code, report = run_json("verify", tmp_path)
+    assert code == 0
+    assert {(log["session"], log["status"]) for log in report["logs"]} == {
+        ("alpha", "ok"),
+        ("beta", "torn"),
+    }
+
+    code, plan = run_json("repair", "--dry-run", db)
+    assert code == 0 and [p["needed"] for p in plan] == [False, True]
+
+    code, done = run_json(
+        "repair", db
+    )  # finds the torn rows still there: the dry run wrote nothing
+    assert code == 0
+    assert [(d["needed"], d["committed"]) for d in done] == [(False, False), (True, True)]
+    assert done[1]["tornFromSeq"] == prefix and len(done[1]["closers"]) == 4
+    code, again = run_json("repair", db)
+    assert code == 0 and [d["needed"] for d in again] == [False, False]
+    code, report = run_json("verify", db)
+    assert code == 0 and [log["status"] for log in report["logs"]] == ["ok", "ok"]
+
+
+def test_verify_refuses_a_foreign_sqlite_database_without_writing_to_it(tmp_path: Path) -> None:
+    foreign = tmp_path / "cache.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("VACUUM")  # a valid, empty database: the store would create its schema here
+    conn.close()
+    before = foreign.read_bytes()
+    assert before.startswith(b"SQLite format 3\x00")
+
+    code, report = run_json("verify", tmp_path)
+
+    assert code == 3
+    (log,) = report["logs"]
+    assert log["status"] == "unsupported" and "ForeignStore" in log["problems"][0]["message"]
+    assert foreign.read_bytes() == before
+
+
+def test_verify_reports_a_non_kernel_exception_as_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In-process: a kernel bug cannot be provoked through bad input, so one is simulated.
+    from kernel.cli import exits, verifying
+
+    path = tmp_path / "clean.jsonl"
+    path.write_bytes(write_jsonl(header("clean"), clean_log().events))
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError("simulated kernel bug")
+
+    monkeypatch.setattr(verifying, "open_log", broken)
+    (result,) = verifying.verify_file(str(path), "jsonl", 0)
+
+    assert result["status"] == "error"
+    assert result["problems"][0]["message"] == "TypeError: simulated kernel bug"
+    assert verifying.exit_status(verifying.summarize([result])) == exits.INTERNAL

@@ -1,0 +1,429 @@
+"""Zstandard-framed JSONL (persistence.md §8, §6.2): the structural frame scan, torn frames,
+corruption inside complete frames, round trips, and crash cuts at or after the header frame."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from typing import Any
+
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel.codec import event_to_wire
+from kernel.durable import encode_records, header_line, load_jsonl
+from kernel.errors import CorruptLog, KernelError, UnsupportedFormat
+from kernel.events import APPEND, Event, SessionHeader
+from kernel.frames import (
+    ZSTD_MAGIC,
+    encode_zstd_frame,
+    frame_end,
+    load_jsonl_zstd,
+    scan_jsonl_zstd,
+    write_jsonl_zstd,
+)
+from kernel.jsontext import encode_json_bytes
+from kernel.repair import interrupted_turn_closers
+
+HEADER = SessionHeader(id="z", created_at=1)
+HEADER_FRAME = encode_zstd_frame(header_line(HEADER) + b"\n")
+
+
+def T(seq: int, turn: int = 1) -> bytes:
+    return b'{"type":"turn/start","seq":%d,"time":%d,"data":{"turn":%d}}\n' % (seq, seq, turn)
+
+
+def E(seq: int, turn: int = 1) -> bytes:
+    return (
+        b'{"type":"turn/end","seq":%d,"time":%d,"data":{"turn":%d,"reason":{"kind":"completed"}}}\n'
+        % (seq, seq, turn)
+    )
+
+
+def S(seq: int) -> bytes:
+    return b'{"type":"step/start","seq":%d,"time":%d,"data":{"turn":1,"step":1}}\n' % (seq, seq)
+
+
+def frames_of(data: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(data):
+        end = frame_end(data, pos)
+        assert end is not None
+        out.append(data[pos:end])
+        pos = end
+    return out
+
+
+def plaintext(frame: bytes) -> bytes:
+    decoded: bytes = zstandard.ZstdDecompressor().decompressobj().decompress(frame)
+    return decoded
+
+
+def pseudo_random(size: int) -> bytes:
+    out = b""
+    counter = 0
+    while len(out) < size:
+        out += hashlib.sha256(counter.to_bytes(8, "little")).digest()
+        counter += 1
+    return out[:size]
+
+
+# -- step 1: the structural frame scan ----------------------------------------------------------
+
+SAMPLES = {
+    "empty": b"",
+    "short text": b"hello\n",
+    "rle": b"a" * 300_000,
+    "raw": pseudo_random(20_000),
+    "mixed": (b"line of text\n" * 5000) + pseudo_random(3000),
+}
+PARAMS = [
+    {"level": 1, "write_checksum": True},
+    {"level": 19, "write_checksum": False},
+    {"level": 3, "write_checksum": True, "write_content_size": False},
+    {"level": -5, "write_checksum": True},
+]
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+@pytest.mark.parametrize("params", PARAMS, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()))
+def test_p8_frame_end_finds_every_frame_boundary(sample: str, params: dict[str, Any]) -> None:
+    frame = zstandard.ZstdCompressor(**params).compress(SAMPLES[sample])
+    assert frame_end(frame, 0) == len(frame)
+    doubled = frame + HEADER_FRAME
+    assert frame_end(doubled, 0) == len(frame)
+    assert frame_end(doubled, len(frame)) == len(doubled)
+    step = max(1, len(frame) // 400)
+    for cut in [*range(1, len(frame), step), len(frame) - 1]:
+        assert frame_end(frame[:cut], 0) is None, cut
+
+
+def test_p8_frame_end_uses_block_headers_including_rle_blocks() -> None:
+    frame = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(b"a" * 300_000)
+    assert len(frame) < 100 and frame_end(frame, 0) == len(frame)
+    assert frame[:4] == ZSTD_MAGIC.to_bytes(4, "little")
+
+
+def test_p8_bad_magic_is_corrupt_and_a_partial_magic_is_torn() -> None:
+    with pytest.raises(CorruptLog, match="magic"):
+        frame_end(b"\x00" + HEADER_FRAME, 0)
+    with pytest.raises(CorruptLog, match="magic"):
+        frame_end(b"\x28\xb5\x00", 0)
+    assert frame_end(b"\x28\xb5\x2f", 0) is None
+    assert frame_end(HEADER_FRAME[:4], 0) is None
+
+
+@pytest.mark.parametrize("bit", [0x08, 0x10])
+def test_p8_reserved_descriptor_bits_are_corrupt(bit: int) -> None:
+    damaged = bytearray(HEADER_FRAME)
+    damaged[4] |= bit
+    with pytest.raises(CorruptLog, match="reserved"):
+        frame_end(bytes(damaged), 0)
+
+
+def test_p8_reserved_block_type_is_corrupt() -> None:
+    frame = zstandard.ZstdCompressor(level=3, write_content_size=False).compress(b"x" * 10)
+    descriptor = frame[4]
+    assert descriptor & 0x20 == 0  # not single-segment: a window byte follows
+    block_at = 4 + 1 + 1
+    damaged = bytearray(frame)
+    damaged[block_at] |= 0b110  # block type 3
+    with pytest.raises(CorruptLog, match="reserved block"):
+        frame_end(bytes(damaged), 0)
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def chunk(seq: int, text: str) -> Event:
+    return Event(
+        "assistant/chunk",
+        seq,
+        seq,
+        {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}},
+    )
+
+
+def small_log() -> list[Event]:
+    return [
+        Event("turn/start", 0, 0, {"turn": 1}),
+        Event("step/start", 1, 1, {"turn": 1, "step": 1}),
+        *[chunk(k, str(k)) for k in range(2, 7)],
+        Event("step/end", 7, 7, {"turn": 1, "step": 1}),
+        Event("turn/end", 8, 8, {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+
+
+def test_p8_write_puts_the_header_line_alone_in_frame_1_and_the_batch_in_frame_2() -> None:
+    events = small_log()
+    data = write_jsonl_zstd(HEADER, events)
+    frames = frames_of(data)
+    assert len(frames) == 2
+    assert plaintext(frames[0]) == header_line(HEADER) + b"\n"
+    assert plaintext(frames[1]) == encode_records(events)
+    assert all(f[4] & 0x04 for f in frames), "content checksums are on"
+    assert frames_of(write_jsonl_zstd(HEADER, [])) == [HEADER_FRAME]
+    unpacked = frames_of(write_jsonl_zstd(HEADER, events, pack_chunks=False))[1]
+    assert plaintext(unpacked) == encode_records(events, pack_chunks=False)
+
+
+def test_p8_round_trip_plain_and_packed() -> None:
+    events = small_log()
+    for pack in (True, False):
+        data = write_jsonl_zstd(HEADER, events, pack_chunks=pack)
+        scan = scan_jsonl_zstd(data)
+        assert scan.events == tuple(events) and not scan.torn and scan.torn_frame is None
+        assert scan.committed_bytes == scan.total_bytes == len(data)
+        loaded = load_jsonl_zstd(data, now=0, session_id="z")
+        assert loaded.events == tuple(events) and loaded.header == SessionHeader(
+            id="z", created_at=1, delegation_depth=0
+        )
+
+
+def test_p8_append_frames_extend_the_log() -> None:
+    data = write_jsonl_zstd(HEADER, [Event("turn/start", 0, 0, {"turn": 1})])
+    data += encode_zstd_frame(E(1)) + encode_zstd_frame(T(2, 2) + E(3, 2))
+    assert [e.seq for e in scan_jsonl_zstd(data).events] == [0, 1, 2, 3]
+    assert len(frames_of(data)) == 4
+
+
+# -- steps 2-5: corruption ----------------------------------------------------------------------
+
+
+def test_p8_no_complete_frame_is_corrupt() -> None:
+    for data in (b"", HEADER_FRAME[:-1], HEADER_FRAME[:3]):
+        with pytest.raises(CorruptLog):
+            scan_jsonl_zstd(data)
+
+
+def test_p8_header_frame_must_hold_exactly_the_header_line() -> None:
+    line = header_line(HEADER)
+    for text in (line, line + b"\n" + T(0), line + b"\n\n", b"\n" + line + b"\n"):
+        with pytest.raises(CorruptLog):
+            scan_jsonl_zstd(encode_zstd_frame(text))
+    future = line.replace(b'"version":0', b'"version":1') + b"\n"
+    with pytest.raises(UnsupportedFormat):
+        scan_jsonl_zstd(encode_zstd_frame(future) + encode_zstd_frame(T(0)))
+
+
+def test_p8_only_the_header_frame_is_an_empty_log() -> None:
+    scan = scan_jsonl_zstd(HEADER_FRAME)
+    assert scan.events == () and not scan.torn and scan.committed_bytes == len(HEADER_FRAME)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        T(0) + E(1) + b"{garbage\n",
+        T(0) + E(1) + S(9),
+        T(0) + E(1)[:-1],
+        T(0) + b"\n",
+        T(0) + b"42\n",
+    ],
+    ids=[
+        "unparsable after turn/end",
+        "gap after turn/end",
+        "no final newline",
+        "blank line",
+        "non-object",
+    ],
+)
+def test_p8_any_damage_inside_complete_frames_is_corrupt(body: bytes) -> None:
+    with pytest.raises(CorruptLog, match="complete"):
+        scan_jsonl_zstd(HEADER_FRAME + encode_zstd_frame(body))
+
+
+def test_p8_damaged_payload_or_checksum_of_a_complete_frame_is_corrupt() -> None:
+    body = encode_zstd_frame(T(0) + E(1) + T(2, 2) + E(3, 2))
+    for position in (len(body) - 1, len(body) - 6):
+        damaged = bytearray(body)
+        damaged[position] ^= 0x41
+        with pytest.raises(CorruptLog):
+            scan_jsonl_zstd(HEADER_FRAME + bytes(damaged))
+
+
+def test_p8_trailing_bytes_that_are_not_a_frame_are_corrupt() -> None:
+    with pytest.raises(CorruptLog, match="magic"):
+        scan_jsonl_zstd(HEADER_FRAME + encode_zstd_frame(T(0)) + b"\x00\x01\x02\x03\x04")
+
+
+def test_p8_a_record_may_span_two_complete_frames() -> None:
+    line = T(0)
+    data = HEADER_FRAME + encode_zstd_frame(line[:10]) + encode_zstd_frame(line[10:])
+    assert [e.seq for e in scan_jsonl_zstd(data).events] == [0]
+
+
+# -- step 6 and §6.2: torn frames ---------------------------------------------------------------
+
+
+def test_p8_a_torn_last_frame_recovers_its_readable_records() -> None:
+    committed = HEADER_FRAME + encode_zstd_frame(T(0) + E(1))
+    last = encode_zstd_frame(T(2, 2) + S(3) + b'{"type":"todo/write","seq":4,"time":4,"data":{}}\n')
+    data = committed + last[:-2]  # checksum cut: every content byte is readable
+    scan = scan_jsonl_zstd(data)
+    assert scan.torn and scan.committed_bytes == len(committed)
+    assert scan.torn_frame is not None and scan.torn_frame.truncate_to == len(committed)
+    assert [e.seq for e in scan.torn_frame.recovered] == [2, 3, 4]
+    assert [e.seq for e in scan.events] == [0, 1, 2, 3, 4]
+    loaded = load_jsonl_zstd(data, now=0)
+    assert [e.type for e in loaded.closers] == ["step/end", "turn/end"]
+    assert loaded.torn and loaded.torn_frame == scan.torn_frame.__class__(
+        len(committed), loaded.events[2:5]
+    )
+    repaired = data[: loaded.committed_bytes] + encode_zstd_frame(
+        encode_records([*loaded.torn_frame.recovered, *loaded.closers])
+    )
+    again = load_jsonl_zstd(repaired, now=0)
+    assert again.events == loaded.events and again.closers == () and not again.torn
+
+
+def test_p8_a_torn_frame_cut_mid_block_recovers_complete_blocks_only() -> None:
+    lines = b"".join(
+        b'{"type":"todo/write","seq":%d,"time":0,"data":{"r":"%s"}}\n'
+        % (seq, pseudo_random(40).hex().encode())
+        for seq in range(1, 3000)
+    )
+    frame = zstandard.ZstdCompressor(level=1, write_checksum=True).compress(T(0) + lines)
+    data = HEADER_FRAME + frame[: len(frame) // 2]
+    scan = scan_jsonl_zstd(data)
+    assert scan.torn_frame is not None and scan.torn_frame.truncate_to == len(HEADER_FRAME)
+    recovered = [e.seq for e in scan.torn_frame.recovered]
+    assert recovered == list(range(len(recovered))) and 0 < len(recovered) < 3000
+    assert scan.dropped_records >= 0 and "incomplete" in str(scan.torn_reason)
+
+
+def test_p8_a_torn_frame_that_does_not_decode_recovers_nothing() -> None:
+    frame = bytearray(encode_zstd_frame(T(0) + S(1)))
+    frame[-8] ^= 0xFF
+    scan = scan_jsonl_zstd(HEADER_FRAME + bytes(frame[:-1]))
+    assert scan.events == () and scan.torn_frame is not None
+    assert scan.torn_frame.recovered == ()
+
+
+def test_p8_damage_then_a_turn_end_inside_the_torn_frame_is_corrupt() -> None:
+    torn = encode_zstd_frame(T(0) + b"{garbage\n" + E(1))[:-1]
+    with pytest.raises(CorruptLog):
+        scan_jsonl_zstd(HEADER_FRAME + torn)
+
+
+def test_p8_plain_loader_refuses_zstd_bytes() -> None:
+    with pytest.raises(CorruptLog):
+        load_jsonl(write_jsonl_zstd(HEADER, small_log()), now=0)
+
+
+# -- P37 for Zstandard: every cut at or after the header frame ----------------------------------
+
+
+@st.composite
+def framed_logs(draw: st.DrawFn) -> list[list[Event]]:
+    """A small well-formed log split into append batches (one frame each)."""
+    events: list[Event] = []
+
+    def add(event_type: str, data: Any, **envelope: Any) -> None:
+        events.append(Event(event_type, len(events), 100 + len(events), data, **envelope))
+
+    for turn in range(1, draw(st.integers(1, 2)) + 1):
+        add("turn/start", {"turn": turn})
+        for step in range(1, draw(st.integers(0, 2)) + 1):
+            add("step/start", {"turn": turn, "step": step})
+            for k in range(draw(st.integers(0, 5))):
+                add(
+                    "assistant/chunk",
+                    {
+                        "turn": turn,
+                        "step": step,
+                        "chunk": {"type": "text-delta", "index": 0, "text": f"t{k}"},
+                    },
+                )
+            call = f"c{turn}{step}"
+            has_call = draw(st.booleans())
+            add(
+                "assistant/message",
+                {
+                    "turn": turn,
+                    "step": step,
+                    "message": {
+                        "id": f"a{len(events)}",
+                        "role": "assistant",
+                        "source": {"kind": "model", "provider": "p", "model": "m"},
+                        "content": [
+                            {"type": "tool-call", "id": call, "name": "ls", "arguments": "{}"}
+                        ]
+                        if has_call
+                        else [],
+                    },
+                },
+                surface_op=APPEND,
+            )
+            if has_call:
+                add(
+                    "tool/call",
+                    {"turn": turn, "step": step, "callId": call, "name": "ls", "arguments": "{}"},
+                )
+                add(
+                    "tool/result",
+                    {
+                        "turn": turn,
+                        "step": step,
+                        "message": {
+                            "id": f"r{len(events)}",
+                            "role": "user",
+                            "source": {"kind": "tool", "callId": call},
+                            "content": [{"type": "tool-result", "toolCallId": call, "content": []}],
+                        },
+                    },
+                    surface_op=APPEND,
+                    source_event_seqs=(len(events) - 1,),
+                )
+            add("step/end", {"turn": turn, "step": step})
+        add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    cuts = sorted(draw(st.sets(st.integers(1, len(events) - 1), max_size=3)))
+    bounds = [0, *cuts, len(events)]
+    return [events[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def shown(events: Any) -> str:
+    return "\n".join(encode_json_bytes(event_to_wire(e)).decode() for e in events)
+
+
+@settings(max_examples=25, deadline=None)
+@given(framed_logs(), st.booleans())
+def test_p37_zstd_every_cut_at_or_after_the_header_frame_loads(
+    batches: list[list[Event]], pack: bool
+) -> None:
+    events = [e for batch in batches for e in batch]
+    data = write_jsonl_zstd(HEADER, batches[0], pack_chunks=pack)
+    for batch in batches[1:]:
+        data += encode_zstd_frame(encode_records(batch, pack_chunks=pack))
+    starts = [0]
+    for batch in batches:
+        starts.append(starts[-1] + len(batch))
+    frame_starts = [0]
+    while frame_starts[-1] < len(data):
+        end = frame_end(data, frame_starts[-1])
+        assert end is not None
+        frame_starts.append(end)
+    header_end = frame_starts[1]
+    for cut in range(len(data) + 1):
+        piece = data[:cut]
+        if cut < header_end:
+            with pytest.raises(CorruptLog):
+                load_jsonl_zstd(piece, now=0)
+            continue
+        try:
+            loaded = load_jsonl_zstd(piece, now=0)
+        except KernelError as exc:  # pragma: no cover - the message shows the log
+            raise AssertionError(f"cut at {cut} failed: {exc!r}\n{shown(events)}") from exc
+        complete = max(i for i, s in enumerate(frame_starts) if s <= cut)
+        safe = starts[complete - 1]  # events in frames that are complete at this cut
+        n = len(loaded.events) - len(loaded.closers)
+        assert safe <= n <= len(events), f"cut {cut}"
+        assert loaded.events[:n] == tuple(events[:n]), f"cut {cut}\n{shown(events)}"
+        assert loaded.closers == interrupted_turn_closers(events[:n])
+        torn = cut > frame_starts[complete]
+        assert loaded.torn == torn and (loaded.torn_frame is not None) == torn
+        assert loaded.committed_bytes == frame_starts[complete]
+        if loaded.torn_frame is not None:
+            assert loaded.torn_frame.recovered == tuple(events[safe:n])

@@ -1,0 +1,727 @@
+"""The JSONL file store (persistence.md §1, §2, §6.1, §6.2) and its path encoding (§2.2)."""
+
+from __future__ import annotations
+
+import os
+import random
+import stat
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from storelogs import T0, realistic_log, split_batches
+
+from kernel.durable import encode_records, load_jsonl, scan_jsonl, write_jsonl
+from kernel.errors import (
+    CorruptLog,
+    InvalidEnvelope,
+    LegacyFormat,
+    NotLosslessJson,
+    SeqMismatch,
+    SessionHeaderError,
+    UnsupportedFormat,
+)
+from kernel.events import Event, SessionHeader
+from kernel.frames import encode_zstd_frame, load_jsonl_zstd, scan_jsonl_zstd, write_jsonl_zstd
+from kernel.repair import interrupted_turn_closers
+from kernel.store import (
+    JsonlStore,
+    LiveSessionOpen,
+    SessionExists,
+    SessionNotFound,
+    StoreError,
+    StoreLayoutError,
+    encode_segment,
+    inspect_file,
+    project_key,
+    repair_file,
+)
+
+HEADER = {"version": 0, "id": "s-1", "createdAt": T0, "cwd": "/projects/demo"}
+
+
+def _log(seed: int = 1, turns: int = 3) -> list[Event]:
+    return realistic_log(random.Random(seed), turns)
+
+
+def _open_turn_prefix(events: list[Event]) -> list[Event]:
+    """The log cut inside its last turn, right after a tool/call (an unanswered call)."""
+    last_call = max(e.seq for e in events if e.type == "tool/call")
+    return events[: last_call + 1]
+
+
+def _store(tmp_path: Path, zstd: bool, **kwargs: Any) -> JsonlStore:
+    return JsonlStore(tmp_path / "root", zstd=zstd, **kwargs)
+
+
+def _fill(store: JsonlStore, events: list[Event], header: Any = HEADER, seed: int = 0) -> Path:
+    store.create(header)
+    for batch in split_batches(events, random.Random(seed)):
+        store.append(header["id"], batch)
+    return store.path_of(header["id"])
+
+
+def _norm(header: SessionHeader) -> SessionHeader:
+    return attrs.evolve(header, delegation_depth=header.delegation_depth or 0)
+
+
+# -- paths (§2.2) -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cwd", "key"),
+    [
+        ("/projects/my demo", "--projects-my~0020demo--"),
+        ("/a//b\\\\c::d", "--a-b-c-d--"),
+        ("C:\\Users\\me", "--C-Users-me--"),
+        ("/", "--root--"),
+        ("", "--root--"),
+        ("/--x", "--x--"),
+        ("/a-/b", "--a--b--"),
+        ("/é/🙂", "--~00E9-~D83D~DE42--"),
+        ("/lone\ud800", "--lone~D800--"),
+        ("/x~y.z_w", "--x~007Ey.z_w--"),
+    ],
+)
+def test_project_key_examples(cwd: str, key: str) -> None:
+    assert project_key(cwd) == key
+
+
+def test_project_key_keeps_251_characters() -> None:
+    key = project_key("/" + "a" * 400)
+    assert key == "--" + "a" * 251 + "--"
+
+
+@pytest.mark.parametrize(
+    ("session_id", "segment"),
+    [
+        ("abc-_.XYZ09", "abc-_.XYZ09"),
+        (".", "~002E"),
+        ("..", "~002E~002E"),
+        ("...", "..."),
+        ("a/b", "a~002Fb"),
+        ("~", "~007E"),
+        ("\x00", "~0000"),
+        ("🙂", "~D83D~DE42"),
+        ("\udfff", "~DFFF"),
+    ],
+)
+def test_encode_segment_examples(session_id: str, segment: str) -> None:
+    assert encode_segment(session_id) == segment
+
+
+def test_encode_segment_refuses_an_empty_id() -> None:
+    with pytest.raises(StoreError):
+        encode_segment("")
+
+
+@given(st.text(min_size=1), st.text(min_size=1))
+def test_encode_segment_is_injective_and_safe(a: str, b: str) -> None:
+    ea, eb = encode_segment(a), encode_segment(b)
+    assert (ea == eb) == (a == b)
+    assert "/" not in ea and "\\" not in ea and "\x00" not in ea
+    assert ea not in (".", "..")
+
+
+# -- P36 round trip -----------------------------------------------------------------------------
+
+_headers = st.fixed_dictionaries(
+    {
+        "version": st.just(0),
+        "id": st.text(min_size=1, max_size=12),
+        "createdAt": st.integers(0, 2**53 - 1),
+    },
+    optional={
+        "cwd": st.text(max_size=10).map(lambda s: "/" + s),
+        "parentSession": st.text(max_size=5),
+        "seedLength": st.integers(0, 99),
+        "origin": st.just("subagent"),
+        "delegationDepth": st.integers(0, 3),
+        "agentPreset": st.text(max_size=5),
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=20)
+@given(
+    header=_headers,
+    seed=st.integers(0, 2**16),
+    turns=st.integers(1, 4),
+    zstd=st.booleans(),
+    pack=st.booleans(),
+)
+def test_p36_round_trip_any_batch_split(
+    tmp_path_factory: pytest.TempPathFactory,
+    header: dict[str, Any],
+    seed: int,
+    turns: int,
+    zstd: bool,
+    pack: bool,
+) -> None:
+    tmp = tmp_path_factory.mktemp("p36")
+    events = _log(seed, turns)
+    store = JsonlStore(tmp, zstd=zstd, pack_chunks=pack)
+    _fill(store, events, header, seed)
+    fresh = JsonlStore(tmp, zstd=zstd)
+    loaded = fresh.load(header["id"], now=0)
+    assert loaded.events == tuple(events), "loaded events differ from the appended ones"
+    assert not loaded.repair.needed
+    expected = SessionHeader(
+        id=header["id"],
+        created_at=header["createdAt"],
+        cwd=header.get("cwd"),
+        parent_session=header.get("parentSession"),
+        seed_length=header.get("seedLength"),
+        origin=header.get("origin"),
+        delegation_depth=header.get("delegationDepth", 0),
+        agent_preset=header.get("agentPreset"),
+    )
+    assert loaded.header == expected
+    assert fresh.list() == (expected,)
+    assert fresh.read_from(header["id"], 0) == tuple(events)
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_bytes_are_exactly_the_writer_output_for_one_batch(tmp_path: Path, zstd: bool) -> None:
+    events = _log(2, 2)
+    store = _store(tmp_path, zstd)
+    store.create(HEADER)
+    store.append("s-1", events)
+    data = store.path_of("s-1").read_bytes()
+    if zstd:
+        assert data == write_jsonl_zstd(HEADER, events)
+    else:
+        assert data == write_jsonl(HEADER, events)
+
+
+def test_appended_batches_are_the_record_text_of_each_batch(tmp_path: Path) -> None:
+    events = _log(2, 2)
+    store = _store(tmp_path, False, pack_chunks=False)
+    store.create(HEADER)
+    store.append("s-1", events[:10])
+    store.append("s-1", events[10:])
+    expected = write_jsonl(HEADER, events[:10], pack_chunks=False) + encode_records(
+        events[10:], pack_chunks=False
+    )
+    assert store.path_of("s-1").read_bytes() == expected
+
+
+def test_zstd_file_is_one_frame_per_batch(tmp_path: Path) -> None:
+    events = _log(2, 2)
+    store = _store(tmp_path, True)
+    store.create(HEADER)
+    store.append("s-1", events[:10])
+    store.append("s-1", events[10:])
+    expected = write_jsonl_zstd(HEADER, events[:10]) + encode_zstd_frame(
+        encode_records(events[10:])
+    )
+    assert store.path_of("s-1").read_bytes() == expected
+
+
+# -- create, lazy materialization, append -------------------------------------------------------
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_create_writes_nothing_until_the_first_non_empty_append(tmp_path: Path, zstd: bool) -> None:
+    store = _store(tmp_path, zstd)
+    store.create(HEADER)
+    store.append("s-1", [])
+    assert not (tmp_path / "root").exists()
+    assert store.list() == ()
+    with pytest.raises(SessionNotFound):
+        store.inspect("s-1")
+    store.append("s-1", _log()[:3])
+    path = store.path_of("s-1")
+    name = "session.jsonl.zstd" if zstd else "session.jsonl"
+    assert path == tmp_path / "root" / "--projects-demo--" / "s-1" / name
+    assert [p.name for p in path.parent.iterdir()] == [name], "temporary file left behind"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    for directory in (path.parent, path.parent.parent, tmp_path / "root"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert [h.id for h in store.list()] == ["s-1"]
+
+
+def test_no_cwd_goes_to_the_no_cwd_directory(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    store.create({"version": 0, "id": "..", "createdAt": 1})
+    store.append("..", _log()[:2])
+    assert store.path_of("..") == tmp_path / "root" / "_no-cwd" / "~002E~002E" / "session.jsonl"
+
+
+def test_create_refuses_an_existing_or_pending_id(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    store.create(HEADER)
+    with pytest.raises(SessionExists):
+        store.create(HEADER)
+    store.append("s-1", _log()[:2])
+    with pytest.raises(SessionExists):
+        _store(tmp_path, False).create({**HEADER, "cwd": "/elsewhere"})
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"version": 0, "id": "", "createdAt": 1},
+        {"version": 0, "id": "s", "createdAt": -1},
+        {"version": 0, "id": "s", "createdAt": 1.5},
+        {"version": 0, "id": "s", "createdAt": 2**53},
+        {"version": 0, "id": "s", "createdAt": 1, "cwd": "relative"},
+        {"version": 1, "id": "s", "createdAt": 1},
+        {"version": 0, "id": "s", "createdAt": 1, "meta": float("nan")},
+    ],
+)
+def test_create_refuses_an_invalid_header(tmp_path: Path, header: dict[str, Any]) -> None:
+    with pytest.raises(SessionHeaderError):
+        _store(tmp_path, False).create(header)
+
+
+def test_append_to_an_unknown_session(tmp_path: Path) -> None:
+    with pytest.raises(SessionNotFound):
+        _store(tmp_path, False).append("nope", _log()[:1])
+    with pytest.raises(SessionNotFound):
+        _store(tmp_path, False).append("nope", [])
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_append_requires_contiguous_seqs(tmp_path: Path, zstd: bool) -> None:
+    events = _log()
+    store = _store(tmp_path, zstd)
+    store.create(HEADER)
+    with pytest.raises(SeqMismatch):
+        store.append("s-1", events[1:3])
+    store.append("s-1", events[:3])
+    before = store.path_of("s-1").read_bytes()
+    with pytest.raises(SeqMismatch):
+        store.append("s-1", events[4:6])
+    with pytest.raises(SeqMismatch):
+        store.append("s-1", events[2:5])
+    with pytest.raises(SeqMismatch):
+        store.append("s-1", [events[3], events[5]])
+    with pytest.raises(SeqMismatch):  # another store instance, no cached tail
+        _store(tmp_path, zstd).append("s-1", events[:2])
+    assert store.path_of("s-1").read_bytes() == before
+    _store(tmp_path, zstd).append("s-1", events[3:])
+    assert store.load("s-1", now=0).events == tuple(events)
+
+
+def test_append_refuses_legacy_vocabulary_and_lossy_values(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    store.create(HEADER)
+    store.append("s-1", _log()[:1])
+    with pytest.raises(LegacyFormat):
+        store.append("s-1", [Event("mode/set", 1, 5, {})])
+    header_data = {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "fallback"}
+    with pytest.raises(LegacyFormat):
+        store.append("s-1", [Event("request/header", 1, 5, header_data)])
+    lossy = Event("x/ext", 1, 5, None)
+    object.__setattr__(lossy, "data", {"n": float("inf")})
+    with pytest.raises(NotLosslessJson):
+        store.append("s-1", [lossy])
+    with pytest.raises(InvalidEnvelope):
+        store.append("s-1", [Event("x/ext", -1, 5, None)])
+    with pytest.raises(InvalidEnvelope):
+        store.append("s-1", [{"type": "x/ext", "seq": 1, "time": 5, "data": None}])  # type: ignore[list-item]
+    assert len(store.read_from("s-1", 0)) == 1
+
+
+def test_unknown_types_are_appended_and_refused_at_load_unless_ignorable(tmp_path: Path) -> None:
+    events = _log(1, 1)
+    store = _store(tmp_path, False)
+    store.create(HEADER)
+    store.append("s-1", events)
+    ignorable = Event("vendor/x", len(events), T0, {"k": [1]}, ignorable=True)
+    store.append("s-1", [ignorable])
+    assert store.load("s-1", now=0).events[-1] == ignorable
+    store.append("s-1", [Event("vendor/y", len(events) + 1, T0, {})])
+    with pytest.raises(UnsupportedFormat):
+        store.load("s-1", now=0)
+    assert JsonlStore(tmp_path / "root", known_types={"vendor/y", *_known()}).inspect("s-1")
+
+
+def _known() -> set[str]:
+    from kernel.events import DEFAULT_KNOWN_TYPES
+
+    return set(DEFAULT_KNOWN_TYPES)
+
+
+def test_failed_append_rolls_back_and_can_be_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _log()
+    store = _store(tmp_path, False)
+    store.create(HEADER)
+    store.append("s-1", events[:5])
+    path = store.path_of("s-1")
+    before = path.read_bytes()
+    real_fsync = os.fsync
+    calls = {"n": 0}
+
+    def failing_fsync(fd: int) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError(5, "simulated fsync failure")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="simulated"):
+        store.append("s-1", events[5:9])
+    assert path.read_bytes() == before, "the failed batch was not rolled back"
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    store.append("s-1", events[5:])
+    assert store.load("s-1", now=0).events == tuple(events)
+
+
+def test_failed_rollback_raises_both_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _log()
+    store = _store(tmp_path, False)
+    store.create(HEADER)
+    store.append("s-1", events[:5])
+
+    def failing(*args: object) -> None:
+        raise OSError(5, "simulated failure")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    monkeypatch.setattr(os, "ftruncate", failing)
+    with pytest.raises(ExceptionGroup) as info:
+        store.append("s-1", events[5:9])
+    assert len(info.value.exceptions) == 2
+
+
+def test_failed_materialization_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path, False)
+    store.create(HEADER)
+
+    def failing_link(*args: object) -> None:
+        raise OSError(28, "simulated link failure")
+
+    monkeypatch.setattr(os, "link", failing_link)
+    with pytest.raises(OSError, match="simulated"):
+        store.append("s-1", _log()[:3])
+    monkeypatch.undo()
+    assert store.list() == ()
+    session_dir = tmp_path / "root" / "--projects-demo--" / "s-1"
+    assert list(session_dir.iterdir()) == []
+    store.append("s-1", _log()[:3])
+    assert len(store.inspect("s-1").events) >= 3
+
+
+# -- P39 repair once; inspect writes nothing ----------------------------------------------------
+
+
+def _write_raw(tmp_path: Path, data: bytes, zstd: bool, header: Any = HEADER) -> Path:
+    directory = tmp_path / "root" / "--projects-demo--" / encode_segment(header["id"])
+    directory.mkdir(parents=True)
+    path = directory / ("session.jsonl.zstd" if zstd else "session.jsonl")
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+@pytest.mark.parametrize("torn", [False, True], ids=["open-turn", "open-turn+torn"])
+def test_p39_load_commits_the_repair_exactly_once(tmp_path: Path, zstd: bool, torn: bool) -> None:
+    events = _log(5, 3)
+    prefix = _open_turn_prefix(events)
+    closers = interrupted_turn_closers(prefix)
+    assert [c.type for c in closers] == ["tool/result", "step/end", "turn/end"]
+    if zstd:
+        data = write_jsonl_zstd(HEADER, prefix[:20]) + encode_zstd_frame(
+            encode_records(prefix[20:])
+        )
+        tail = encode_zstd_frame(encode_records(events[len(prefix) : len(prefix) + 3]))[:-7]
+    else:
+        data = write_jsonl(HEADER, prefix)
+        tail = encode_records(events[len(prefix) : len(prefix) + 1])[:-9]
+    path = _write_raw(tmp_path, data + (tail if torn else b""), zstd)
+    store = _store(tmp_path, zstd)
+    original = path.read_bytes()
+    mtime = path.stat().st_mtime_ns
+
+    inspected = store.inspect("s-1")
+    assert inspected.events == (*prefix, *closers)
+    assert inspected.repair.closers == closers and not inspected.repair.committed
+    assert inspected.repair.torn == torn
+    assert path.read_bytes() == original and path.stat().st_mtime_ns == mtime
+
+    first = store.load("s-1", now=0)
+    assert first.events == inspected.events
+    assert first.repair.committed and first.repair.closers == closers
+    repaired = path.read_bytes()
+    if zstd:
+        assert repaired.endswith(encode_zstd_frame(encode_records(closers)))
+        assert scan_jsonl_zstd(repaired).events == (*prefix, *closers)
+    else:
+        assert repaired == data + encode_records(closers)
+
+    second = store.load("s-1", now=0)
+    assert second.events == first.events
+    assert not second.repair.needed and not second.repair.committed
+    assert path.read_bytes() == repaired
+    assert store.inspect("s-1").events == first.events
+
+
+def test_zstd_repair_rewrites_the_recovered_events_of_a_torn_frame(tmp_path: Path) -> None:
+    events = _log(5, 3)
+    prefix = _open_turn_prefix(events)
+    head, rest = prefix[:10], prefix[10:]
+    frame = encode_zstd_frame(encode_records(rest))
+    data = write_jsonl_zstd(HEADER, head) + frame[:-4]  # checksum missing: the frame is torn
+    path = _write_raw(tmp_path, data, True)
+    report = repair_file(path, now=0, dry_run=True)
+    assert report.torn and not report.committed
+    assert report.truncate_to == len(write_jsonl_zstd(HEADER, head))
+    assert report.recovered == tuple(rest)
+    assert path.read_bytes() == data
+    report = repair_file(path, now=0)
+    assert report.committed
+    closers = interrupted_turn_closers(prefix)
+    expected = write_jsonl_zstd(HEADER, head) + encode_zstd_frame(encode_records((*rest, *closers)))
+    assert path.read_bytes() == expected
+    assert not repair_file(path, now=0).needed
+
+
+def test_closed_log_with_torn_tail_is_only_truncated(tmp_path: Path) -> None:
+    events = _log(3, 2)
+    data = write_jsonl(HEADER, events)
+    path = _write_raw(tmp_path, data + b'{"type":"turn/start","seq":', False)
+    loaded = _store(tmp_path, False).load("s-1", now=0)
+    assert loaded.events == tuple(events)
+    assert loaded.repair.torn and loaded.repair.closers == ()
+    assert loaded.repair.truncate_to == len(data) and loaded.repair.removed_bytes == 27
+    assert path.read_bytes() == data
+
+
+def test_adopting_a_live_session_never_appends_closers(tmp_path: Path) -> None:
+    events = _log(5, 3)
+    prefix = _open_turn_prefix(events)
+    data = write_jsonl(HEADER, prefix) + b"{torn"
+    path = _write_raw(tmp_path, data, False)
+    store = _store(tmp_path, False)
+    with pytest.raises(LiveSessionOpen):
+        store.load("s-1", now=0, adopt_live=True)
+    assert path.read_bytes() == data
+    closed = write_jsonl(HEADER, events)
+    path.write_bytes(closed + b"{torn")
+    adopted = store.load("s-1", now=0, adopt_live=True)
+    assert adopted.events == tuple(events) and adopted.repair.committed
+    assert path.read_bytes() == closed
+
+
+def test_append_after_a_crash_requires_the_repair_first(tmp_path: Path) -> None:
+    events = _log(3, 2)
+    store = _store(tmp_path, False)
+    path = _fill(store, events[:-3])
+    with path.open("ab") as f:
+        f.write(b'{"type":"assistant/chunk","se')
+    with pytest.raises(CorruptLog, match="invalid physical tail"):
+        _store(tmp_path, False).append("s-1", events[-3:])
+    with pytest.raises(CorruptLog, match="invalid physical tail"):
+        store.append("s-1", events[-3:])  # the cached tail no longer matches the file size
+    store.load("s-1", now=0)
+    n = len(store.read_from("s-1", 0))
+    tail = [attrs.evolve(e, seq=n + i) for i, e in enumerate(events[:2])]
+    store.append("s-1", tail)
+    assert store.read_from("s-1", n) == tuple(tail)
+
+
+# -- P37 truncation tolerance -------------------------------------------------------------------
+
+
+def _check_truncated(data: bytes, stored: tuple[Event, ...], zstd: bool) -> None:
+    """The pure half of P37: the load succeeds with a prefix of `stored` plus its closers."""
+    load = load_jsonl_zstd if zstd else load_jsonl
+    loaded = load(data, now=0)
+    prefix_len = len(loaded.events) - len(loaded.closers)
+    assert loaded.events[:prefix_len] == stored[:prefix_len], "not a prefix of the stored events"
+    assert loaded.closers == interrupted_turn_closers(stored[:prefix_len])
+
+
+def _check_truncated_file(path: Path, data: bytes, stored: tuple[Event, ...], zstd: bool) -> None:
+    """P37 on disk: repair the truncated file; it then parses with no torn tail, once."""
+    path.write_bytes(data)
+    report = repair_file(path, now=0)
+    view = inspect_file(path)
+    prefix_len = len(view.events) - len(report.closers)
+    assert view.events[:prefix_len] == stored[:prefix_len], "not a prefix of the stored events"
+    assert view.events[prefix_len:] == interrupted_turn_closers(stored[:prefix_len])
+    assert not view.repair.needed, "the file still needs repair after repair_file"
+    scan = scan_jsonl_zstd(path.read_bytes()) if zstd else scan_jsonl(path.read_bytes())
+    assert not scan.torn
+
+
+def _offsets(full: bytes, start: int, rng: random.Random, sample: int) -> list[int]:
+    """Every offset near a record boundary plus a seeded sample of the others."""
+    ends = [i + 1 for i, b in enumerate(full) if b == 0x0A]
+    near = {o + d for o in ends for d in (-2, -1, 0, 1)}
+    near |= set(rng.sample(range(start, len(full) + 1), sample))
+    return sorted(o for o in near if start <= o <= len(full))
+
+
+def test_p37_plain_truncation_at_many_offsets(tmp_path: Path) -> None:
+    events = tuple(realistic_log(random.Random(9), 2, big_every=3))
+    full = write_jsonl(HEADER, events)
+    header_end = full.index(b"\n") + 1
+    rng = random.Random(37)
+    offsets = _offsets(full, header_end, rng, 600)
+    for offset in offsets:
+        _check_truncated(full[:offset], events, False)
+    path = _write_raw(tmp_path, full, False)
+    for offset in [*sorted(rng.sample(offsets, 50)), header_end, len(full)]:
+        _check_truncated_file(path, full[:offset], events, False)
+
+
+def test_p37_zstd_truncation_at_offsets_after_the_header_frame(tmp_path: Path) -> None:
+    events = tuple(realistic_log(random.Random(9), 2, big_every=3))
+    batches = [events[:15], events[15:40], events[40:]]
+    full = write_jsonl_zstd(HEADER, batches[0])
+    header_frame = len(write_jsonl_zstd(HEADER, []))
+    for batch in batches[1:]:
+        full += encode_zstd_frame(encode_records(batch))
+    rng = random.Random(38)
+    offsets = sorted({header_frame, len(full), *rng.sample(range(header_frame, len(full)), 600)})
+    for offset in offsets:
+        _check_truncated(full[:offset], events, True)
+    path = _write_raw(tmp_path, full, True)
+    for offset in [*sorted(rng.sample(offsets, 50)), header_frame, len(full)]:
+        _check_truncated_file(path, full[:offset], events, True)
+
+
+# -- P38 committed damage -----------------------------------------------------------------------
+
+
+def test_p38_damage_before_the_last_turn_end_is_fatal(tmp_path: Path) -> None:
+    events = _log(4, 2)
+    lines = write_jsonl(HEADER, events, pack_chunks=False).split(b"\n")
+    last_end = max(i for i, line in enumerate(lines) if b'"turn/end"' in line)
+    damaged = b"\n".join([*lines[:5], b"garbage", *lines[6:]])
+    path = _write_raw(tmp_path, damaged, False)
+    with pytest.raises(CorruptLog):
+        _store(tmp_path, False).load("s-1", now=0)
+    assert path.read_bytes() == damaged
+    deleted = b"\n".join([*lines[:5], *lines[6:]])
+    path.write_bytes(deleted)
+    with pytest.raises(CorruptLog):
+        _store(tmp_path, False).load("s-1", now=0)
+    after = b"\n".join([*lines[: last_end + 1], b"garbage", *lines[last_end + 1 :]])
+    path.write_bytes(after)
+    loaded = _store(tmp_path, False).load("s-1", now=0)
+    assert loaded.events == tuple(events)
+
+
+# -- read_from, list, layout rules --------------------------------------------------------------
+
+
+def test_read_from(tmp_path: Path) -> None:
+    events = _log(6, 2)
+    store = _store(tmp_path, False)
+    path = _fill(store, events[:-2])
+    with path.open("ab") as f:
+        f.write(b"{torn")
+    before = path.read_bytes()
+    assert store.read_from("s-1", 0) == tuple(events[:-2])
+    assert store.read_from("s-1", 7) == tuple(events[7:-2])
+    assert store.read_from("s-1", 7.0) == tuple(events[7:-2])  # type: ignore[arg-type]
+    assert store.read_from("s-1", 10_000) == ()
+    for bad in (-1, True, 1.5, 2**53, "3"):
+        with pytest.raises(StoreError):
+            store.read_from("s-1", bad)  # type: ignore[arg-type]
+    assert path.read_bytes() == before
+
+
+def test_list_headers_sorted_by_id(tmp_path: Path) -> None:
+    store = _store(tmp_path, True)
+    for sid, cwd in (("b", "/p"), ("a", None), ("c", "/q")):
+        header = {"version": 0, "id": sid, "createdAt": 3}
+        if cwd:
+            header["cwd"] = cwd
+        store.create(header)
+        store.append(sid, _log(1, 1)[:2])
+    store.create({"version": 0, "id": "pending", "createdAt": 3})
+    assert [h.id for h in JsonlStore(tmp_path / "root", zstd=True).list()] == ["a", "b", "c"]
+    with pytest.raises(StoreLayoutError):
+        JsonlStore(tmp_path / "root").list()
+    with pytest.raises(StoreLayoutError):
+        JsonlStore(tmp_path / "root").inspect("a")
+
+
+def test_list_refuses_the_flat_layout(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    _fill(store, _log(1, 1))
+    (tmp_path / "root" / "--projects-demo--" / "old.jsonl").write_bytes(b"")
+    with pytest.raises(StoreLayoutError, match="flat"):
+        store.list()
+
+
+def test_one_id_under_two_project_directories_is_an_error(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    path = _fill(store, _log(1, 1))
+    twin = tmp_path / "root" / "--other--" / "s-1"
+    twin.mkdir(parents=True)
+    (twin / "session.jsonl").write_bytes(write_jsonl({**HEADER, "cwd": "/other"}, _log(1, 1)))
+    assert path.exists()
+    with pytest.raises(StoreLayoutError):
+        _store(tmp_path, False).inspect("s-1")
+    with pytest.raises(StoreLayoutError):
+        store.list()
+
+
+def test_header_must_map_to_its_path(tmp_path: Path) -> None:
+    data = write_jsonl({**HEADER, "cwd": "/elsewhere"}, _log(1, 1))
+    _write_raw(tmp_path, data, False)
+    store = _store(tmp_path, False)
+    with pytest.raises(CorruptLog, match="belongs at"):
+        store.load("s-1", now=0)
+    with pytest.raises(CorruptLog):
+        store.list()
+    other = write_jsonl({**HEADER, "id": "s-2"}, _log(1, 1))
+    store.path_of("s-1").write_bytes(other)
+    with pytest.raises(CorruptLog):
+        _store(tmp_path, False).load("s-1", now=0)
+
+
+def test_list_reads_only_the_header(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    path = _fill(store, _log(1, 1))
+    with path.open("ab") as f:
+        f.write(b"garbage that a full parse would reject\n" * 3 + b'{"type":"turn/end"}\n')
+    assert [h.id for h in store.list()] == ["s-1"]
+    with pytest.raises(CorruptLog):
+        store.inspect("s-1")
+
+
+def test_version_refusal_and_header_corruption(tmp_path: Path) -> None:
+    line = b'{"type":"session","version":2,"id":"s-1","createdAt":1,"delegationDepth":0}\n'
+    _write_raw(tmp_path, line, False)
+    store = _store(tmp_path, False)
+    with pytest.raises(UnsupportedFormat):
+        store.load("s-1", now=0)
+    store.path_of("s-1").write_bytes(line.replace(b'"version":2', b'"version":"0"'))
+    with pytest.raises(CorruptLog):
+        store.load("s-1", now=0)
+
+
+# -- single files -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_repair_file_dry_run_and_report(tmp_path: Path, zstd: bool) -> None:
+    events = _log(5, 3)
+    prefix = _open_turn_prefix(events)
+    writer = write_jsonl_zstd if zstd else write_jsonl
+    data = writer(HEADER, prefix)
+    path = tmp_path / "any-name.log"
+    path.write_bytes(data)
+    dry = repair_file(path, now=0, dry_run=True)
+    assert dry.needed and not dry.committed and not dry.torn
+    assert dry.closers == interrupted_turn_closers(prefix)
+    assert path.read_bytes() == data
+    done = repair_file(path, now=0)
+    assert done.committed and done.closers == dry.closers
+    assert inspect_file(path).events == (*prefix, *dry.closers)
+    assert not repair_file(path, now=0).committed

@@ -1,0 +1,586 @@
+"""The SQLite store (persistence.md §7, §6.3): identity, schema, codec columns, transactions."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import uuid
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from storelogs import T0, realistic_log, split_batches
+
+from kernel.errors import (
+    CorruptLog,
+    LegacyFormat,
+    SeqMismatch,
+    SessionHeaderError,
+    UnsupportedFormat,
+)
+from kernel.events import Event, SessionHeader
+from kernel.repair import interrupted_turn_closers
+from kernel.rows import MAX_ROW_DATA_BYTES, decode_data, decode_source_seqs
+from kernel.store import (
+    APPLICATION_ID,
+    USER_VERSION,
+    ForeignStore,
+    LiveSessionOpen,
+    SessionExists,
+    SessionNotFound,
+    SqliteStore,
+    StoreError,
+)
+
+HEADER = {"version": 0, "id": "s-1", "createdAt": T0, "cwd": "/projects/demo"}
+
+
+def _log(seed: int = 1, turns: int = 3) -> list[Event]:
+    return realistic_log(random.Random(seed), turns)
+
+
+def _open_turn_prefix(events: list[Event]) -> list[Event]:
+    last_call = max(e.seq for e in events if e.type == "tool/call")
+    return events[: last_call + 1]
+
+
+def _fill(store: SqliteStore, events: list[Event], header: Any = HEADER, seed: int = 0) -> None:
+    store.create(header)
+    for batch in split_batches(events, random.Random(seed)):
+        store.append(header["id"], batch)
+
+
+def _raw(path: Path) -> closing[sqlite3.Connection]:
+    """An autocommit connection that is closed when its `with` block ends."""
+    return closing(sqlite3.connect(path, isolation_level=None))
+
+
+def _revision(path: Path, session_id: str = "s-1") -> int:
+    with _raw(path) as conn:
+        value: int = conn.execute(
+            "SELECT revision FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()[0]
+    return value
+
+
+def _rows(path: Path, session_id: str = "s-1") -> list[tuple[Any, ...]]:
+    with _raw(path) as conn:
+        return conn.execute(
+            "SELECT * FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+
+
+# -- identity and opening rules (§7.1) ----------------------------------------------------------
+
+
+def test_pristine_database_gets_the_schema(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SqliteStore(path)
+    store_id = store.store_id
+    uuid.UUID(store_id)
+    store.close()
+    with _raw(path) as conn:
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID == 1146308688
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == USER_VERSION == 17
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = conn.execute(
+            "SELECT name, strict FROM pragma_table_list WHERE schema = 'main' "
+            "AND name NOT LIKE 'sqlite%' ORDER BY name"
+        ).fetchall()
+        assert tables == [("events", 1), ("persistence_state", 1), ("sessions", 1)]
+        assert conn.execute("SELECT singleton FROM persistence_state").fetchall() == [(1,)]
+        keys = conn.execute('SELECT "table", on_delete FROM pragma_foreign_key_list("events")')
+        assert keys.fetchall() == [("sessions", "CASCADE")]
+    again = SqliteStore(path)
+    assert again.store_id == store_id, "reopening must not re-initialize"
+    assert again._conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert again._conn.execute("PRAGMA trusted_schema").fetchone()[0] == 0
+    again.close()
+
+
+def _make_db(path: Path, *statements: str) -> bytes:
+    with _raw(path) as conn:
+        for statement in statements:
+            conn.execute(statement)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        ("CREATE TABLE mine (x)",),
+        ("PRAGMA application_id = 7",),
+        ("PRAGMA user_version = 16",),
+        ("PRAGMA user_version = 18",),
+        ("PRAGMA user_version = 17",),
+        ("PRAGMA user_version = 17", "PRAGMA application_id = 7"),
+        ("CREATE TABLE mine (x)", f"PRAGMA application_id = {APPLICATION_ID}"),
+    ],
+    ids=[
+        "user-object",
+        "foreign-app-id",
+        "older-schema",
+        "newer-schema",
+        "schema-17-no-app-id",
+        "schema-17-wrong-app-id",
+        "app-id-but-version-0",
+    ],
+)
+def test_opening_rule_refusals_touch_nothing(tmp_path: Path, statements: tuple[str, ...]) -> None:
+    path = tmp_path / "foreign.db"
+    before = _make_db(path, *statements)
+    with pytest.raises(ForeignStore):
+        SqliteStore(path)
+    assert path.read_bytes() == before
+    assert not (tmp_path / "foreign.db-wal").exists()
+
+
+def test_a_non_sqlite_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"this is not a database, just some text that is long enough" * 20)
+    with pytest.raises(ForeignStore):
+        SqliteStore(path)
+    assert isinstance(ForeignStore("x"), UnsupportedFormat)
+    assert not isinstance(ForeignStore("x"), CorruptLog)
+
+
+def test_tampered_schema_is_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    SqliteStore(path).close()
+    with _raw(path) as conn:
+        conn.execute("ALTER TABLE sessions ADD COLUMN extra TEXT")
+    with pytest.raises(CorruptLog, match="schema"):
+        SqliteStore(path)
+    empty = tmp_path / "e.db"
+    _make_db(empty, f"PRAGMA application_id = {APPLICATION_ID}", "PRAGMA user_version = 17")
+    with pytest.raises(CorruptLog):
+        SqliteStore(empty)
+
+
+def test_schema_is_revalidated_inside_mutating_transactions(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SqliteStore(path)
+    store.create(HEADER)
+    with _raw(path) as conn:
+        conn.execute("PRAGMA user_version = 18")
+    with pytest.raises(ForeignStore):
+        store.append("s-1", _log()[:2])
+    with _raw(path) as conn:
+        conn.execute("PRAGMA user_version = 17")
+        conn.execute("DELETE FROM persistence_state")
+    with pytest.raises(CorruptLog):
+        store.append("s-1", _log()[:2])
+    with _raw(path) as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+
+
+# -- P36 round trip -----------------------------------------------------------------------------
+
+_headers = st.fixed_dictionaries(
+    {
+        "version": st.just(0),
+        "id": st.text(min_size=1, max_size=12),
+        "createdAt": st.integers(0, 2**53 - 1),
+    },
+    optional={
+        "cwd": st.text(max_size=10).map(lambda s: "/" + s),
+        "parentSession": st.text(max_size=5),
+        "seedLength": st.integers(0, 99),
+        "origin": st.just("subagent"),
+        "delegationDepth": st.integers(0, 3),
+        "agentPreset": st.text(max_size=5),
+    },
+)
+
+
+@settings(max_examples=20)
+@given(
+    header=_headers,
+    seed=st.integers(0, 2**16),
+    turns=st.integers(1, 4),
+    pack=st.booleans(),
+)
+def test_p36_round_trip_any_batch_split(
+    tmp_path_factory: pytest.TempPathFactory,
+    header: dict[str, Any],
+    seed: int,
+    turns: int,
+    pack: bool,
+) -> None:
+    path = tmp_path_factory.mktemp("p36") / "s.db"
+    events = _log(seed, turns)
+    with SqliteStore(path, pack_chunks=pack) as store:
+        _fill(store, events, header, seed)
+    with SqliteStore(path) as fresh:
+        loaded = fresh.load(header["id"], now=0)
+        assert loaded.events == tuple(events), "loaded events differ from the appended ones"
+        assert not loaded.repair.needed
+        expected = SessionHeader(
+            id=header["id"],
+            created_at=header["createdAt"],
+            cwd=header.get("cwd"),
+            parent_session=header.get("parentSession"),
+            seed_length=header.get("seedLength"),
+            origin=header.get("origin"),
+            delegation_depth=header.get("delegationDepth"),
+            agent_preset=header.get("agentPreset"),
+        )
+        assert loaded.header == expected
+        assert attrs.evolve(
+            loaded.header, delegation_depth=loaded.header.delegation_depth or 0
+        ) == (attrs.evolve(expected, delegation_depth=header.get("delegationDepth", 0)))
+        assert fresh.list() == (expected,)
+        assert fresh.read_from(header["id"], 0) == tuple(events)
+    if pack:
+        assert any(r[7] == 0 for r in _rows(path, header["id"])) or not any(
+            e.type == "assistant/chunk" for e in events
+        )
+    else:
+        assert len(_rows(path, header["id"])) == len(events)
+
+
+def test_delegation_depth_absent_is_null_and_zero_stays_zero(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        store.create({"version": 0, "id": "a", "createdAt": 1})
+        store.append("a", _log()[:1])
+        store.create({"version": 0, "id": "b", "createdAt": 1, "delegationDepth": 0})
+        store.append("b", _log()[:1])
+        assert [h.delegation_depth for h in store.list()] == [None, 0]
+    with _raw(path) as conn:
+        depths = conn.execute("SELECT delegation_depth FROM sessions ORDER BY id").fetchall()
+    assert depths == [(None,), (0,)]
+
+
+# -- column encodings (§7.2, §7.3) --------------------------------------------------------------
+
+
+def test_rows_use_the_column_encodings(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    events = realistic_log(random.Random(4), 3, big_every=1)
+    with SqliteStore(path) as store:
+        _fill(store, events)
+    rows = _rows(path)
+    by_type: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        by_type.setdefault(row[2], []).append(row)
+    assert {"text-chunks", "tool-call-chunks"} <= by_type.keys()
+    for row in by_type["text-chunks"] + by_type["tool-call-chunks"]:
+        assert row[7] == 0 and row[5] is None and row[6] is None
+    for row in by_type["assistant/message"]:
+        assert row[6] == '"append"' and row[7] is None
+        seqs = decode_source_seqs(row[5])
+        assert seqs == tuple(events[row[1]].source_event_seqs or ())
+    results = by_type["tool/result"]
+    assert any(isinstance(r[4], bytes) for r in results), "large data was not compressed"
+    for row in results:
+        if isinstance(row[4], bytes):
+            assert decode_data(row[4]) == events[row[1]].data
+        assert decode_source_seqs(row[5]) == events[row[1]].source_event_seqs
+    for row in by_type["turn/start"]:
+        assert isinstance(row[4], str) and row[5] is None and row[6] is None
+
+
+def test_packed_rows_are_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    chunks = [
+        Event(
+            "assistant/chunk",
+            s,
+            s,
+            {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x" * 900}},
+        )
+        for s in range(2100)
+    ]
+    with SqliteStore(path) as store:
+        store.create(HEADER)
+        store.append("s-1", chunks)
+        assert store.read_from("s-1", 0) == tuple(chunks)
+    rows = _rows(path)
+    members = [len(decode_data(r[4])["texts"]) for r in rows]
+    assert max(members) <= 1024 and min(members) >= 3 and sum(members) == 2100
+    for row in rows:
+        plain = row[4] if isinstance(row[4], str) else None
+        if plain is not None:
+            assert len(plain.encode()) <= MAX_ROW_DATA_BYTES
+
+
+# -- create and append (§1, §7.6) ---------------------------------------------------------------
+
+
+def test_lazy_materialization(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        store.create(HEADER)
+        store.append("s-1", [])
+        assert store.list() == ()
+        with pytest.raises(SessionNotFound):
+            store.inspect("s-1")
+        with pytest.raises(SessionExists):
+            store.create(HEADER)
+        store.append("s-1", _log()[:4])
+        assert _revision(path) == 1
+        with _raw(path) as conn:
+            incarnation = conn.execute("SELECT incarnation FROM sessions").fetchone()[0]
+        uuid.UUID(incarnation)
+        store.append("s-1", _log()[4:6])
+        assert _revision(path) == 2
+    with SqliteStore(path) as other, pytest.raises(SessionExists):
+        other.create(HEADER)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"version": 0, "id": "", "createdAt": 1},
+        {"version": 0, "id": "s", "createdAt": -1},
+        {"version": 0, "id": "s", "createdAt": 1, "cwd": "rel/ative"},
+        {"version": 0, "id": "s", "createdAt": 1, "origin": "human"},
+    ],
+)
+def test_create_refuses_invalid_headers(tmp_path: Path, header: dict[str, Any]) -> None:
+    with SqliteStore(tmp_path / "s.db") as store, pytest.raises(SessionHeaderError):
+        store.create(header)
+
+
+def test_append_checks(tmp_path: Path) -> None:
+    events = _log()
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        with pytest.raises(SessionNotFound):
+            store.append("nope", events[:1])
+        with pytest.raises(SessionNotFound):
+            store.append("nope", [])
+        store.create(HEADER)
+        with pytest.raises(SeqMismatch):
+            store.append("s-1", events[1:3])
+        store.append("s-1", events[:3])
+        with pytest.raises(SeqMismatch):
+            store.append("s-1", events[4:6])
+        with pytest.raises(SeqMismatch):
+            store.append("s-1", [events[3], events[5]])
+        with pytest.raises(LegacyFormat):
+            store.append("s-1", [Event("request/header-delta", 3, 5, {})])
+        assert _revision(path) == 1
+        store.append("s-1", events[3:])
+        assert store.load("s-1", now=0).events == tuple(events)
+
+
+def test_a_concurrent_writer_gets_seq_mismatch(tmp_path: Path) -> None:
+    events = _log()
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as first, SqliteStore(path) as second:
+        first.create(HEADER)
+        first.append("s-1", events[:5])
+        second.append("s-1", events[5:9])
+        with pytest.raises(SeqMismatch):
+            first.append("s-1", events[5:7])
+        first.append("s-1", events[9:])
+        assert second.inspect("s-1").events == tuple(events)
+        second.create({**HEADER, "id": "s-2"})
+        first.create({**HEADER, "id": "s-2"})
+        first.append("s-2", events[:2])
+        with pytest.raises(SessionExists):
+            second.append("s-2", events[:2])
+
+
+def test_unknown_types_append_but_refuse_at_load(tmp_path: Path) -> None:
+    events = _log(1, 1)
+    with SqliteStore(tmp_path / "s.db") as store:
+        _fill(store, events)
+        ignorable = Event("vendor/x", len(events), T0, {"k": 1}, ignorable=True)
+        store.append("s-1", [ignorable])
+        assert store.load("s-1", now=0).events[-1] == ignorable
+        store.append("s-1", [Event("vendor/y", len(events) + 1, T0, {})])
+        with pytest.raises(UnsupportedFormat):
+            store.load("s-1", now=0)
+
+
+def test_invalid_physical_tail_aborts_the_append(tmp_path: Path) -> None:
+    events = _log(2, 2)
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, events[:-1])
+        last = len(events) - 2
+        with _raw(path) as conn:
+            conn.execute("UPDATE events SET data = '{bad' WHERE seq = ?", (last,))
+        with pytest.raises(CorruptLog, match="invalid physical tail"):
+            store.append("s-1", events[-1:])
+
+
+# -- repair (§6.3) and P39 ----------------------------------------------------------------------
+
+
+def test_p39_load_commits_the_repair_exactly_once(tmp_path: Path) -> None:
+    events = _log(5, 3)
+    prefix = _open_turn_prefix(events)
+    closers = interrupted_turn_closers(prefix)
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, prefix)
+        revision, rows = _revision(path), _rows(path)
+        inspected = store.inspect("s-1")
+        assert inspected.events == (*prefix, *closers)
+        assert inspected.repair.closers == closers and not inspected.repair.committed
+        assert (_revision(path), _rows(path)) == (revision, rows), "inspect wrote something"
+        first = store.load("s-1", now=0)
+        assert first.events == inspected.events and first.repair.committed
+        assert _revision(path) == revision + 1
+        assert [r[1] for r in _rows(path)[-len(closers) :]] == [c.seq for c in closers]
+        assert all(r[7] is None for r in _rows(path)[-len(closers) :])
+        second = store.load("s-1", now=0)
+        assert second.events == first.events and not second.repair.needed
+        assert _revision(path) == revision + 1
+
+
+def _insert_garbage(path: Path, seq: int) -> None:
+    with _raw(path) as conn:
+        conn.execute(
+            "INSERT INTO events VALUES "
+            "('s-1', ?, 'assistant/chunk', 0, '{garbage', NULL, NULL, NULL)",
+            (seq,),
+        )
+
+
+def test_torn_rows_after_the_last_turn_end_are_deleted(tmp_path: Path) -> None:
+    events = _log(5, 2)
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, events)
+        _insert_garbage(path, len(events))
+        _insert_garbage(path, len(events) + 3)
+        inspected = store.inspect("s-1")
+        assert inspected.repair.torn and inspected.repair.torn_from_seq == len(events)
+        assert inspected.repair.dropped_records == 2 and inspected.repair.closers == ()
+        assert store.read_from("s-1", 0) == tuple(events)
+        loaded = store.load("s-1", now=0)
+        assert loaded.events == tuple(events) and loaded.repair.committed
+        assert all(r[1] < len(events) for r in _rows(path))
+        assert not store.load("s-1", now=0).repair.needed
+
+
+def test_torn_rows_and_closers_in_one_transaction(tmp_path: Path) -> None:
+    events = _log(5, 3)
+    prefix = _open_turn_prefix(events)
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, prefix)
+        _insert_garbage(path, len(prefix))
+        revision = _revision(path)
+        loaded = store.load("s-1", now=0)
+        assert loaded.events == (*prefix, *interrupted_turn_closers(prefix))
+        assert loaded.repair.torn and loaded.repair.closers
+        assert _revision(path) == revision + 1
+        assert not store.load("s-1", now=0).repair.needed
+
+
+def test_damage_before_a_turn_end_is_corruption(tmp_path: Path) -> None:
+    events = _log(5, 2)
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, events, seed=3)
+        with _raw(path) as conn:
+            conn.execute("UPDATE events SET data = '{bad' WHERE seq = 1")
+        with pytest.raises(CorruptLog):
+            store.load("s-1", now=0)
+        with pytest.raises(CorruptLog):
+            store.read_from("s-1", 0)
+
+
+def test_adopting_a_live_session(tmp_path: Path) -> None:
+    events = _log(5, 3)
+    prefix = _open_turn_prefix(events)
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, prefix)
+        revision = _revision(path)
+        with pytest.raises(LiveSessionOpen):
+            store.load("s-1", now=0, adopt_live=True)
+        assert _revision(path) == revision
+
+
+def test_a_repair_planned_on_a_stale_read_starts_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer closes the turn between plan and commit: the load re-plans, adds nothing."""
+    events = _log(5, 3)
+    prefix = _open_turn_prefix(events)
+    rest = events[len(prefix) :]
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store, SqliteStore(path) as other:
+        _fill(store, prefix)
+        real_commit = SqliteStore._commit_repair
+        calls = {"n": 0}
+
+        def racing_commit(self: SqliteStore, session_id: str, plan: Any) -> None:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                other.append(session_id, rest)
+            real_commit(self, session_id, plan)
+
+        monkeypatch.setattr(SqliteStore, "_commit_repair", racing_commit)
+        loaded = store.load("s-1", now=0)
+        assert calls["n"] == 1
+        assert loaded.events == tuple(events)
+        assert not loaded.repair.needed
+
+
+# -- version refusal, read_from, list -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("version", "word"), [(1, "newer"), (-1, "older")])
+def test_foreign_format_version(tmp_path: Path, version: int, word: str) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, _log(1, 1))
+        with _raw(path) as conn:
+            conn.execute("UPDATE sessions SET version = ?", (version,))
+            conn.execute("UPDATE events SET data = '{bad' WHERE seq = 0")
+        with pytest.raises(UnsupportedFormat, match=word) as info:
+            store.load("s-1", now=0)
+        assert not isinstance(info.value, CorruptLog)
+
+
+def test_stored_header_is_admitted(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, _log(1, 1))
+        with _raw(path) as conn:
+            conn.execute("UPDATE sessions SET cwd = 'relative'")
+        with pytest.raises(CorruptLog):
+            store.load("s-1", now=0)
+
+
+def test_read_from(tmp_path: Path) -> None:
+    events = _log(6, 2)
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, events)
+        assert store.read_from("s-1", 0) == tuple(events)
+        assert store.read_from("s-1", 9) == tuple(events[9:])
+        assert store.read_from("s-1", len(events)) == ()
+        assert store.read_from("s-1", 10**6) == ()
+        for bad in (-1, True, 0.5, 2**53, None):
+            with pytest.raises(StoreError):
+                store.read_from("s-1", bad)  # type: ignore[arg-type]
+        with pytest.raises(SessionNotFound):
+            store.read_from("nope", 0)
+
+
+def test_list_is_sorted_and_cascade_deletes(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        for sid in ("b", "a", "c"):
+            store.create({"version": 0, "id": sid, "createdAt": 9})
+            store.append(sid, _log(1, 1)[:3])
+        store.create({"version": 0, "id": "pending", "createdAt": 9})
+        assert [h.id for h in store.list()] == ["a", "b", "c"]
+        store._conn.execute("DELETE FROM sessions WHERE id = 'b'")
+        assert (
+            store._conn.execute("SELECT count(*) FROM events WHERE session_id = 'b'").fetchone()[0]
+            == 0
+        )
