@@ -20,6 +20,7 @@ from kernel.codec import header_to_json
 from kernel.durable import Loaded, load_jsonl
 from kernel.events import Event, SessionHeader
 from kernel.frames import ZSTD_MAGIC, load_jsonl_zstd
+from kernel.store.collector import paused_collector
 from kernel.store.errors import SessionNotFound
 from kernel.store.results import StoredSession
 
@@ -184,7 +185,9 @@ def open_log(path: str, kind: str, *, session: str | None, now: int) -> Opened:
         return opened_from_stored(path, inspect_sqlite(path, session=session, now=now))
     data = Path(path).read_bytes()
     load = load_jsonl_zstd if kind == ZSTD else load_jsonl
-    return opened_from_loaded(path, kind, load(data, session_id=session, now=now))
+    with paused_collector():
+        loaded = load(data, session_id=session, now=now)
+    return opened_from_loaded(path, kind, loaded)
 
 
 def open_logs(path: str, kind: str, *, session: str | None, now: int) -> Iterator[Opened]:

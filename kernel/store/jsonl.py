@@ -32,6 +32,7 @@ from kernel.frames import (
 )
 from kernel.json import safe_int
 from kernel.store.batch import check_batch
+from kernel.store.collector import paused_collector
 from kernel.store.errors import (
     LiveSessionOpen,
     SessionExists,
@@ -136,7 +137,8 @@ def _load_bytes(
     data: bytes, *, zstd: bool, session_id: str | None, now: int, known_types: Collection[str]
 ) -> Loaded:
     load = load_jsonl_zstd if zstd else load_jsonl
-    return load(data, session_id=session_id, now=now, known_types=known_types)
+    with paused_collector():
+        return load(data, session_id=session_id, now=now, known_types=known_types)
 
 
 def _report(location: str, loaded: Loaded, *, committed: bool) -> RepairReport:

@@ -42,6 +42,7 @@ from kernel.rows import (
     scan_rows,
 )
 from kernel.store.batch import check_batch
+from kernel.store.collector import paused_collector
 from kernel.store.errors import (
     ForeignStore,
     LiveSessionOpen,
@@ -385,9 +386,10 @@ class SqliteStore:
             committed_bytes=0,
             total_bytes=0,
         )
-        header, events, closers = plan_load(
-            raw_scan, session_id=session[0], known_types=self.known_types
-        )
+        with paused_collector():
+            header, events, closers = plan_load(
+                raw_scan, session_id=session[0], known_types=self.known_types
+            )
         return _Plan(header, events, closers, scan, session[10])
 
     def _report(self, session_id: str, plan: _Plan, *, committed: bool) -> RepairReport:
