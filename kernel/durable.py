@@ -447,37 +447,50 @@ def plan_load(
                 f"identity mismatch: the stored header names session {header['id']!r}, "
                 f"not {session_id!r}"
             )
+        # One pass for three rules whose failures rank R3, then R10, then unknown type
+        # (§5): a legacy event fails at once; the others are kept until the pass ends.
+        shape_error: KernelError | None = None
+        unknown: tuple[int, Any] | None = None
         for index, obj in enumerate(records):
             event_type = obj.get("type")
-            if event_type.__class__ is str and (
-                event_type in LEGACY_TYPES or event_type == REQUEST_HEADER
-            ):
+            if event_type.__class__ is not str:
+                if unknown is None and obj.get("ignorable") is not True:
+                    unknown = (index, event_type)
+                continue
+            if event_type in LEGACY_TYPES or event_type == REQUEST_HEADER:
                 _at(index, check_legacy, obj, f"stored event at index {index}")
-        for index, obj in enumerate(records):
-            event_type = obj.get("type")
-            if event_type.__class__ is str and event_type in SURFACE_TYPES:
-                _at(
-                    index,
-                    check_message_shape,
-                    event_type,
-                    obj.get("data"),
-                    f"stored event at index {index}",
-                )
+            if event_type in SURFACE_TYPES:
+                if shape_error is None:
+                    try:
+                        _at(
+                            index,
+                            check_message_shape,
+                            event_type,
+                            obj.get("data"),
+                            f"stored event at index {index}",
+                        )
+                    except KernelError as exc:
+                        shape_error = exc
+            elif (
+                unknown is None
+                and event_type not in known_types
+                and obj.get("ignorable") is not True
+            ):
+                unknown = (index, event_type)
+        if shape_error is not None:
+            raise shape_error
     except UnsupportedFormat:
         raise
     except KernelError as exc:
         raise _corrupt(exc, "stored log fails load checks") from exc
-    for index, obj in enumerate(records):
-        event_type = obj.get("type")
-        if (event_type.__class__ is not str or event_type not in known_types) and obj.get(
-            "ignorable"
-        ) is not True:
-            raise UnknownEventType(
-                f"event type {event_type!r} at seq {index} is unknown to this reader and not "
-                "ignorable, so the log cannot be interpreted",
-                index=index,
-                seq=index,
-            )
+    if unknown is not None:
+        index, event_type = unknown
+        raise UnknownEventType(
+            f"event type {event_type!r} at seq {index} is unknown to this reader and not "
+            "ignorable, so the log cannot be interpreted",
+            index=index,
+            seq=index,
+        )
     try:
         closers = wire_closers(records)
         admitted = header_from_json(view(dict(header)), session_id=session_id)

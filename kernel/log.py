@@ -22,9 +22,18 @@ from kernel.admission import (
 )
 from kernel.codec import event_to_wire, header_from_json, parse_source_seqs, parse_surface_op
 from kernel.errors import InvalidEnvelope, KernelError, NotLosslessJson, SurfaceMarkerError
-from kernel.events import APPEND, END_SEED, LIVE_ORDER, Append, Event, Replace, SessionHeader
+from kernel.events import (
+    APPEND,
+    END_SEED,
+    LIVE_ORDER,
+    REQUEST_HEADER,
+    Append,
+    Event,
+    Replace,
+    SessionHeader,
+)
 from kernel.header import step_request_header
-from kernel.json import admit_json, safe_int, view
+from kernel.json import FrozenArray, FrozenObject, admit_json, safe_int, view
 from kernel.messages import step_messages
 from kernel.surface import SurfaceState, check_surface_marker
 
@@ -169,25 +178,32 @@ class SessionLog:
                 plain, event_type, seq, time, ignorable, op, sources = admit_wire_event(
                     wire, index, lossless_check=lossless_check, where=where
                 )
-                after = surface.plan(event_type, seq, op, sources, plain["data"], lookup, where)
                 data = plain["data"]
-                if type(data) is dict or type(data) is list:
-                    data = view(data, lossless=lossless_check)
+                after = (
+                    surface
+                    if op is None
+                    else surface.plan(event_type, seq, op, sources, data, lookup, where)
+                )
+                data_type = builtin_type(data)
+                if data_type is dict:
+                    data = FrozenObject._own(data, lossless_check)
+                elif data_type is list:
+                    data = FrozenArray._own(data, lossless_check)
                 event = Event(
-                    type=event_type,
-                    seq=seq,
-                    time=time,
-                    data=data,
-                    surface_op=op,
-                    source_event_seqs=None
-                    if sources is None
-                    else parse_source_seqs(sources, where),
-                    ignorable=ignorable,
-                    wire_order=order if order is not None else _order_of(plain),
+                    event_type,
+                    seq,
+                    time,
+                    data,
+                    op,
+                    None if sources is None else parse_source_seqs(sources, where),
+                    ignorable,
+                    order if order is not None else _order_of(plain),
                 )
                 admitted.append(event)
-                messages = step_messages(messages, surface, after, event, lookup)
-                request_header = step_request_header(request_header, event)
+                if after is not surface:
+                    messages = step_messages(messages, surface, after, event, lookup)
+                if event_type == REQUEST_HEADER:
+                    request_header = step_request_header(request_header, event)
             except KernelError as exc:
                 if exc.index is None:
                     exc.index = index
