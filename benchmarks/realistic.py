@@ -54,7 +54,11 @@ def _step(w: _Writer, turn: int, step: int, header_state: dict[str, Any]) -> Non
     rng = w.rng
     w.add("step/start", {"turn": turn, "step": step})
     tools = TOOLS[: 2 + (turn // 7) % 3]
-    header = {"config": {"provider": "deepseek", "model": "deepseek-chat"}, "system": "You help.", "tools": tools}
+    header = {
+        "config": {"provider": "deepseek", "model": "deepseek-chat"},
+        "system": "You help.",
+        "tools": tools,
+    }
     if header_state.get("header") != header:
         reason = "initial" if "header" not in header_state else "change"
         w.add("request/header", {"header": header, "reason": reason})
@@ -62,11 +66,38 @@ def _step(w: _Writer, turn: int, step: int, header_state: dict[str, Any]) -> Non
     chunks: list[int] = []
     content: list[dict[str, Any]] = []
     words = [w.text(1) + " " for _ in range(rng.randint(5, 40))]
-    chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}))
+    chunks.append(
+        w.add(
+            "assistant/chunk",
+            {
+                "turn": turn,
+                "step": step,
+                "chunk": {"type": "block-start", "index": 0, "blockType": "text"},
+            },
+        )
+    )
     for word in words:
-        chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": word}}))
+        chunks.append(
+            w.add(
+                "assistant/chunk",
+                {
+                    "turn": turn,
+                    "step": step,
+                    "chunk": {"type": "text-delta", "index": 0, "text": word},
+                },
+            )
+        )
     text = "".join(words)
-    chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}}}))
+    chunks.append(
+        w.add(
+            "assistant/chunk",
+            {
+                "turn": turn,
+                "step": step,
+                "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}},
+            },
+        )
+    )
     content.append({"type": "text", "text": text})
     calls = rng.choice((0, 0, 1, 1, 2)) if step < 4 else 0
     for k in range(calls):
@@ -75,28 +106,97 @@ def _step(w: _Writer, turn: int, step: int, header_state: dict[str, Any]) -> Non
         args = '{"path": "src/' + w.text(1) + '.py"}'
         pieces = [args[i : i + 4] for i in range(0, len(args), 4)]
         index = k + 1
-        chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": pieces[0]}}))
+        chunks.append(
+            w.add(
+                "assistant/chunk",
+                {
+                    "turn": turn,
+                    "step": step,
+                    "chunk": {
+                        "type": "tool-call-delta",
+                        "index": index,
+                        "id": call_id,
+                        "name": name,
+                        "argumentsDelta": pieces[0],
+                    },
+                },
+            )
+        )
         for piece in pieces[1:]:
-            chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": piece}}))
+            chunks.append(
+                w.add(
+                    "assistant/chunk",
+                    {
+                        "turn": turn,
+                        "step": step,
+                        "chunk": {
+                            "type": "tool-call-delta",
+                            "index": index,
+                            "id": call_id,
+                            "argumentsDelta": piece,
+                        },
+                    },
+                )
+            )
         content.append({"type": "tool-call", "id": call_id, "name": name, "arguments": args})
-    chunks.append(w.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "finish", "reason": {"kind": "tool-calls" if calls else "stop"}}}))
-    message = {"id": f"a-{turn}-{step}", "role": "assistant", "content": content, "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}}
+    chunks.append(
+        w.add(
+            "assistant/chunk",
+            {
+                "turn": turn,
+                "step": step,
+                "chunk": {"type": "finish", "reason": {"kind": "tool-calls" if calls else "stop"}},
+            },
+        )
+    )
+    message = {
+        "id": f"a-{turn}-{step}",
+        "role": "assistant",
+        "content": content,
+        "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
+    }
     w.add(
         "assistant/message",
-        {"turn": turn, "step": step, "message": message, "usage": {"inputTokens": rng.randint(100, 9000), "outputTokens": len(chunks)}},
+        {
+            "turn": turn,
+            "step": step,
+            "message": message,
+            "usage": {"inputTokens": rng.randint(100, 9000), "outputTokens": len(chunks)},
+        },
         sourceEventSeqs=chunks,
         surfaceOp="append",
     )
     for block in content[1:]:
-        call_seq = w.add("tool/call", {"turn": turn, "step": step, "callId": block["id"], "name": block["name"], "arguments": block["arguments"]})
+        call_seq = w.add(
+            "tool/call",
+            {
+                "turn": turn,
+                "step": step,
+                "callId": block["id"],
+                "name": block["name"],
+                "arguments": block["arguments"],
+            },
+        )
         output = [{"type": "text", "text": w.text(rng.randint(5, 60))}]
         result = {
             "id": f"r-{block['id']}",
             "role": "user",
-            "content": [{"type": "tool-result", "toolCallId": block["id"], "content": output, "isError": False}],
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": block["id"],
+                    "content": output,
+                    "isError": False,
+                }
+            ],
             "source": {"kind": "tool", "callId": block["id"]},
         }
-        w.add("tool/result", {"turn": turn, "step": step, "message": result}, sourceEventSeqs=[call_seq], surfaceOp="append")
+        w.add(
+            "tool/result",
+            {"turn": turn, "step": step, "message": result},
+            sourceEventSeqs=[call_seq],
+            surfaceOp="append",
+        )
     w.add("step/end", {"turn": turn, "step": step})
 
 
@@ -109,10 +209,25 @@ def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
         turn += 1
         if turn % 40 == 0 and len(w.nodes) > 2:
             shadowed = list(w.nodes[:-1])
-            summary = {"id": f"summary-{turn}", "role": "user", "content": [{"type": "text", "text": w.text(30)}], "source": {"kind": "plugin", "plugin": "compact"}}
-            w.add("user/message", summary, surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]}, sourceEventSeqs=shadowed)
+            summary = {
+                "id": f"summary-{turn}",
+                "role": "user",
+                "content": [{"type": "text", "text": w.text(30)}],
+                "source": {"kind": "plugin", "plugin": "compact"},
+            }
+            w.add(
+                "user/message",
+                summary,
+                surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
+                sourceEventSeqs=shadowed,
+            )
         w.add("turn/start", {"turn": turn})
-        prompt = {"id": f"u-{turn}", "role": "user", "content": [{"type": "text", "text": w.text(12)}], "source": {"kind": "user"}}
+        prompt = {
+            "id": f"u-{turn}",
+            "role": "user",
+            "content": [{"type": "text", "text": w.text(12)}],
+            "source": {"kind": "user"},
+        }
         w.add("user/message", prompt, surfaceOp="append")
         for step in range(1, w.rng.randint(1, 4) + 1):
             _step(w, turn, step, header_state)

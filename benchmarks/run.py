@@ -26,9 +26,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from realistic import realistic_log  # noqa: E402
+from realistic import realistic_log
 
-from kernel import (  # noqa: E402
+from kernel import (
     APPEND,
     SessionHeader,
     SessionLog,
@@ -60,7 +60,12 @@ def decode_all(data: bytes) -> list[Any]:
 
 def append_cost(log: SessionLog, count: int = 2000) -> float:
     """Mean seconds per append of a user message at the log's current length."""
-    message = {"id": "bench", "role": "user", "content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}
+    message = {
+        "id": "bench",
+        "role": "user",
+        "content": [{"type": "text", "text": "hi"}],
+        "source": {"kind": "user"},
+    }
     samples = []
     for _ in range(5):
         current = log
@@ -98,7 +103,9 @@ def run(size: int, repeat: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -107,7 +114,9 @@ def main() -> None:
     for size in args.sizes:
         figures = run(size, 1 if size >= 1_000_000 else args.repeat)
         decode = figures["decode"]
-        print(f"\n{int(figures['events'])} events, {figures['MB']:.1f} MB JSONL (packed chunk rows)")
+        print(
+            f"\n{int(figures['events'])} events, {figures['MB']:.1f} MB JSONL (packed chunk rows)"
+        )
         print(f"  {'measure':<22}{'seconds':>10}{'x decode':>10}")
         for name, value in figures.items():
             if name in ("events", "MB", "append us"):

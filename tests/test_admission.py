@@ -479,7 +479,7 @@ def test_r2_present_null_data_is_fine() -> None:
     assert seed({"type": "x/y", "seq": 0, "time": 0, "data": None}).events[0].data is None
 
 
-# -- R1 ---------------------------------------------------------------------------------------------
+# -- R1 --------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -528,7 +528,7 @@ def test_r3_fallback_rejected_on_append() -> None:
         SessionLog.empty().append("request/header", {"header": H, "reason": "fallback"}, time=0)
 
 
-# -- R5/R6 ------------------------------------------------------------------------------------------
+# -- R5/R6 -----------------------------------------------------------------------------------------
 
 
 def test_r5_present_null_surface_op_on_non_surface_type() -> None:
@@ -557,7 +557,7 @@ def test_r6_invalid_replace_ops(op: Any) -> None:
     assert type(seed_error(user(0, surfaceOp=op))) is SurfaceMarkerError
 
 
-# -- R7 element checks -------------------------------------------------------------------------------
+# -- R7 element checks -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -616,7 +616,7 @@ def test_r8_is_checked_before_r7_on_a_replace() -> None:
     assert type(error) is ReplaceRangeError
 
 
-# -- R10 ------------------------------------------------------------------------------------------------
+# -- R10 -------------------------------------------------------------------------------------------
 
 
 def _assistant(data: Any) -> dict[str, Any]:
@@ -666,7 +666,7 @@ def test_r10_runs_on_append_too() -> None:
         SessionLog.empty().append("user/message", {"id": "u"}, time=0, surface_op=APPEND)
 
 
-# -- R11 ---------------------------------------------------------------------------------------------------
+# -- R11 -------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -753,7 +753,7 @@ def test_r11_starts_series_on_change_is_accepted() -> None:
     assert len(SessionLog.empty().append("request/header", data, time=0)) == 1
 
 
-# -- R12 ---------------------------------------------------------------------------------------------------
+# -- R12 -------------------------------------------------------------------------------------------
 
 VALID_PAYLOADS: list[tuple[str, Any]] = [
     ("turn/start", {"turn": 1}),
@@ -832,7 +832,7 @@ def test_r12_tool_result_error_must_be_name_and_code() -> None:
         )
 
 
-# -- append path specifics ---------------------------------------------------------------------------------
+# -- append path specifics -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("time", [True, 0.5, 2**53, "1", None])
@@ -871,7 +871,7 @@ def test_append_ignorable_sets_the_envelope_flag() -> None:
     assert log.events[0].ignorable is True
 
 
-# -- R13 atomicity ---------------------------------------------------------------------------------------
+# -- R13 atomicity ---------------------------------------------------------------------------------
 
 
 def test_r13_rejected_append_changes_nothing() -> None:
@@ -913,7 +913,7 @@ def test_r13_failed_seed_produces_no_log_and_names_the_index() -> None:
     assert type(error) is SeqMismatch and error.index == 1
 
 
-# -- §5 end-seed marker ------------------------------------------------------------------------------------
+# -- §5 end-seed marker ----------------------------------------------------------------------------
 
 
 def _types(log: SessionLog) -> list[tuple[str, int]]:
@@ -950,7 +950,7 @@ def test_reseeding_a_seeded_log_adds_nothing() -> None:
     assert tuple(twice.events) == tuple(once.events)
 
 
-# -- §6 session header ---------------------------------------------------------------------------------------
+# -- §6 session header -----------------------------------------------------------------------------
 
 GOOD_HEADER = {"version": 0, "id": "s", "createdAt": 5}
 

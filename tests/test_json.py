@@ -127,7 +127,7 @@ def test_safe_int(value: Any, expected: int | None) -> None:
     assert safe_int(value) == expected
 
 
-# -- persistence.md §2.4 ----------------------------------------------------------------------------
+# -- persistence.md §2.4 ---------------------------------------------------------------------------
 
 NUMBERS = [
     (3.0, "3"),
