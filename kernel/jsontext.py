@@ -184,8 +184,11 @@ def _refuse_constant(token: str) -> Any:
 
 def _unsafe_ints_as_doubles(value: Any) -> Any:
     """Read integers beyond ±(2**53 - 1) as the doubles a JSON reader with IEEE numbers gets."""
-    if type(value) is int:
-        return float(value) if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else value
+    t = type(value)
+    if t is int:
+        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else _to_double(value)
+    if t is not dict and t is not list:
+        return value
     stack = [value]
     while stack:
         container = stack.pop()

@@ -9,7 +9,7 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-__all__ = ("CI_EXAMPLES", "register_profiles")
+__all__ = ("CI_EXAMPLES", "register_profiles", "share_of_examples")
 
 CI_EXAMPLES = 50
 """Examples per property under the `ci` profile; `deep` runs 100 times as many."""
@@ -36,3 +36,14 @@ def register_profiles() -> None:
         suppress_health_check=_SLOW_OK,
     )
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def share_of_examples(divisor: int, *, minimum: int = 3) -> settings:
+    """Settings giving a test `1/divisor` of the current profile's examples (at least `minimum`).
+
+    For tests parametrized over many labels (one rule broken each): every label is
+    exercised on every run, and the whole test still costs about one property's budget.
+    """
+    current = settings.default
+    budget = current.max_examples if current is not None else CI_EXAMPLES
+    return settings(max_examples=max(minimum, budget // divisor))

@@ -1,0 +1,116 @@
+"""Helpers the laws share: normalizing a log given as wire dicts or `Event`s, building sessions.
+
+A law accepts a log as any sequence of kernel `Event`s or plain wire dicts;
+`as_events` / `as_wire` convert. `append_all` builds a session the way a live
+writer does, one `append` per event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kernel.codec import event_from_json, event_to_json
+from kernel.events import Event
+from kernel.json import json_equal, thaw
+from kernel.log import SessionLog
+
+__all__ = (
+    "LogLike",
+    "as_events",
+    "as_wire",
+    "append_wire",
+    "append_all",
+    "strict_text",
+    "same_json",
+    "same_json_text",
+    "messages_plain",
+    "error_named",
+)
+
+LogLike = Sequence[Event] | Sequence[Mapping[str, Any]]
+"""A log: kernel events or wire objects (anything with `.events` is unwrapped first)."""
+
+
+def _unwrap(log: Any) -> Sequence[Any]:
+    events = getattr(log, "events", log)
+    return list(events)
+
+
+def as_events(log: Any) -> tuple[Event, ...]:
+    """The log as kernel `Event`s (wire objects go through `event_from_json`)."""
+    return tuple(e if isinstance(e, Event) else event_from_json(e) for e in _unwrap(log))
+
+
+def as_wire(log: Any) -> list[dict[str, Any]]:
+    """The log as caller-owned plain wire dicts."""
+    return [event_to_json(e) if isinstance(e, Event) else thaw(e) for e in _unwrap(log)]
+
+
+def append_wire(log: SessionLog, event: Mapping[str, Any]) -> SessionLog:
+    """`log.append` of one wire event (its `seq` is ignored: the kernel assigns it)."""
+    return log.append(
+        event["type"],
+        event.get("data"),
+        time=event["time"],
+        surface_op=event.get("surfaceOp"),
+        source_event_seqs=event.get("sourceEventSeqs"),
+        ignorable=event.get("ignorable", False) is True,
+    )
+
+
+def append_all(
+    events: Sequence[Mapping[str, Any]], start: SessionLog | None = None
+) -> list[SessionLog]:
+    """The session after each append of `events` (index i: after i + 1 events)."""
+    log = start if start is not None else SessionLog.empty()
+    out = []
+    for event in events:
+        log = append_wire(log, event)
+        out.append(log)
+    return out
+
+
+def strict_text(value: Any) -> str:
+    """A type-strict, order-preserving text of a JSON value (1 and 1.0 differ, keys in order)."""
+    return json.dumps(thaw(value), ensure_ascii=True, separators=(",", ":"), allow_nan=True)
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Structural JSON equality (events.md §1.4) of frozen or plain values."""
+    return json_equal(thaw(a), thaw(b))
+
+
+def _paired(text: str) -> str:
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _pair_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _paired(value)
+    if isinstance(value, Mapping):
+        return {_paired(k): _pair_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_pair_surrogates(v) for v in value]
+    return value
+
+
+def same_json_text(a: Any, b: Any) -> bool:
+    """JSON equality of values that went through JSON text: strings compare as UTF-16.
+
+    In JSON text (and JavaScript) a high surrogate followed by a low surrogate *is*
+    the astral character they encode, so `"\\ud83d\\ude42"` reads back as one code
+    point; only that difference is forgiven.
+    """
+    return json_equal(_pair_surrogates(thaw(a)), _pair_surrogates(thaw(b)))
+
+
+def messages_plain(messages: Sequence[Any]) -> list[Any]:
+    """Derived messages as plain values."""
+    return [thaw(m) for m in messages]
+
+
+def error_named(exc: BaseException, name: str) -> bool:
+    """Whether `exc` is an instance of the kernel error class called `name`."""
+    return any(cls.__name__ == name for cls in type(exc).__mro__)

@@ -1,0 +1,75 @@
+"""Laws on relational invariants (properties.md §7: P28, P28a, P29)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernel.errors import InvariantViolation
+from kernel.invariants import check_invariants, check_invariants_strict
+from properties.laws._common import as_events, as_wire
+from properties.model import violations_of
+from properties.mutations import Perturbation
+from properties.report import check, violated
+
+__all__ = ("law_loop_logs_well_formed", "law_all_violations", "law_perturbations_caught")
+
+
+def law_loop_logs_well_formed(log: Any) -> None:
+    """P28: every G-loop log passes `check_invariants` (and the fail-fast checker)."""
+    law = "P28 loop logs are well-formed"
+    events = as_events(log)
+    found = check_invariants(events)
+    check(not found, law, f"violations {list(found)}", log=as_wire(log))
+    try:
+        check_invariants_strict(events)
+    except InvariantViolation as exc:
+        violated(law, f"the fail-fast checker raised {exc}", log=as_wire(log))
+
+
+def law_all_violations(log: Any) -> None:
+    """P28a: `check_invariants` returns one violation per failed condition, in log order (the
+    reference tracker's list); empty iff the fail-fast checker accepts; its first element is the
+    fail-fast checker's violation."""
+    law = "P28a all violations"
+    events = as_events(log)
+    wire = as_wire(log)
+    found = check_invariants(events)
+    got = [(v.seq, v.rule) for v in found]
+    expected = [(v.seq, v.condition) for v in violations_of(wire)]
+    check(
+        got == expected,
+        law,
+        "violations differ from the reference tracker",
+        log=wire,
+        kernel=got,
+        model=expected,
+    )
+    seqs = [v.seq for v in found]
+    check(seqs == sorted(seqs), law, f"violations are not in log order: {seqs}", log=wire)
+    try:
+        check_invariants_strict(events)
+    except InvariantViolation as exc:
+        check(
+            bool(found), law, "the fail-fast checker raised but check_invariants is empty", log=wire
+        )
+        check(
+            exc.seq == found[0].seq,
+            law,
+            f"fail-fast seq {exc.seq} != first violation {found[0]}",
+            log=wire,
+        )
+        return
+    check(not found, law, f"the fail-fast checker accepted a log with violations {got}", log=wire)
+
+
+def law_perturbations_caught(p: Perturbation) -> None:
+    """P29: a perturbed loop log (turn/step renumbered, a step/end or turn/end deleted, a header
+    moved out of its turn) makes the checker raise `InvariantViolation`."""
+    law = f"P29 perturbations are caught [{p.kind}]"
+    events = as_events(p.events)
+    check(bool(check_invariants(events)), law, "check_invariants found nothing", log=list(p.events))
+    try:
+        check_invariants_strict(events)
+    except InvariantViolation:
+        return
+    violated(law, "the fail-fast checker did not raise InvariantViolation", log=list(p.events))

@@ -1,0 +1,740 @@
+"""G-loop: logs shaped like real model-loop output (properties.md §1), and their crash prefixes.
+
+Hypothesis draws a short list of small *actions* (a turn with its steps, a user
+injection, an extension event, a compaction, a re-seed); `interpret` turns them
+into wire events deterministically, tracking the surface, the pairing cuts and
+the request-header writer with the independent `properties.model`. Shrinking
+therefore removes whole turns, steps and calls, and a failure shows a short log.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+
+from kernel.codec import event_from_json
+from kernel.events import Event
+from properties import shapes
+from properties.json_values import array_index_objects, json_strings, json_values
+from properties.model import (
+    SurfaceModel,
+    WriterModel,
+    header_fold,
+    messages_of,
+    pairing_cuts,
+)
+from properties.report import format_log
+from properties.shapes import Wire
+
+__all__ = (
+    "HEADER_POOL",
+    "CallSpec",
+    "ReplySpec",
+    "StepSpec",
+    "TurnAction",
+    "UserAction",
+    "ExtensionAction",
+    "CompactAction",
+    "ReseedAction",
+    "Action",
+    "LoopScript",
+    "Attempt",
+    "LoopLog",
+    "interpret",
+    "loop_scripts",
+    "loop_logs",
+    "loop_events",
+    "crash_prefixes",
+    "session_headers",
+    "plain_text",
+)
+
+_TOOLS = [{"name": "ls", "description": "List files", "parameters": {"type": "object"}}]
+_TOOLS_REORDERED = [{"description": "List files", "name": "ls", "parameters": {"type": "object"}}]
+_CONFIG = {"provider": "deepseek", "model": "deepseek-chat"}
+
+HEADER_POOL: tuple[dict[str, Any], ...] = (
+    {"config": dict(_CONFIG)},
+    {"config": dict(_CONFIG), "system": "You are terse."},
+    {"config": dict(_CONFIG), "tools": copy.deepcopy(_TOOLS)},
+    {
+        "config": {
+            "provider": "deepseek",
+            "model": "deepseek-reasoner",
+            "reasoningEffort": "high",
+            "maxTokens": 4096,
+        },
+        "adapterDefaults": {"maxTokens": True},
+        "system": "s",
+    },
+    {"config": {**_CONFIG, "temperature": 1.0, "topP": 0.5}},
+    {"config": {**_CONFIG, "temperature": 1}},
+    {"config": dict(_CONFIG), "tools": copy.deepcopy(_TOOLS_REORDERED)},
+    {"config": {**_CONFIG, "stop": []}},
+)
+"""Canonical request headers the simulated writer switches between.
+
+Entries 4 and 5 are equal under header equality (unknown config keys ignored,
+`1.0 == 1`); 2 and 6 differ only in tool member order (not equal); 0 and 7
+differ only by `stop: []` (not equal).
+"""
+
+
+def plain_text() -> st.SearchStrategy[str]:
+    """Short ASCII text (the fast default for generated message text)."""
+    return st.text(alphabet="abc xyz.", max_size=8)
+
+
+# -- actions ------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class CallSpec:
+    """One tool call of an assistant message, and its result."""
+
+    name: str
+    arguments: str
+    output: str
+    is_error: bool
+    meta: bool
+
+
+@attrs.frozen
+class ReplySpec:
+    """The model's reply in one step.
+
+    `form`: `"text"` (optional text/reasoning plus `calls`), `"empty"` (content
+    `[]` with usage) or `"interrupted"` (text only, `interrupted: true`).
+    `stream`: 0 no chunks (`sourceEventSeqs: []`), 1 chunks cited, 2 chunks not cited.
+    """
+
+    form: str
+    text: str
+    reasoning: str | None
+    calls: tuple[CallSpec, ...]
+    stream: int
+    pieces: int
+    usage: bool
+
+
+@attrs.frozen
+class StepSpec:
+    """One step: input, header decision(s), context, stream, message, calls and results."""
+
+    user_input: str | None
+    header: int
+    declared: bool
+    retry_header: int | None
+    window: bool
+    reply: ReplySpec
+    schedule: tuple[int, ...]
+    injections: tuple[int, ...]
+    todo: bool
+
+
+@attrs.frozen
+class TurnAction:
+    """One turn: `turn/start`, its steps, an optional tool-result rewrite, `turn/end`.
+
+    `restart`: a new writer instance (a process restart: re-seed) runs this turn.
+    """
+
+    steps: tuple[StepSpec, ...]
+    reason: int
+    rewrite: int | None
+    rewrite_text: str
+    restart: bool = False
+
+
+@attrs.frozen
+class UserAction:
+    """A `user/message` injected between turns."""
+
+    text: str
+
+
+@attrs.frozen
+class ExtensionAction:
+    """An extension event between turns (known type, or unknown and ignorable)."""
+
+    kind: int
+    unknown: bool
+    ignorable: bool
+    payload: Any
+
+
+@attrs.frozen
+class CompactAction:
+    """A compaction over a balanced surface range, chosen by `start`/`end` picks."""
+
+    start: int
+    end: int
+    extra: int | None
+    bracket: bool
+
+
+@attrs.frozen
+class ReseedAction:
+    """Construct a new session from the log so far (end-seed marker; new writer instance)."""
+
+
+Action = TurnAction | UserAction | ExtensionAction | CompactAction | ReseedAction
+
+
+@attrs.frozen
+class LoopScript:
+    """What Hypothesis draws: a start time, a clock pattern and the actions."""
+
+    start_time: int
+    ticks: tuple[int, ...]
+    actions: tuple[Action, ...]
+    rich: bool = False
+
+
+@attrs.frozen
+class Attempt:
+    """One simulated model request attempt (for the writer laws P25-P27).
+
+    `at`: log length when the header decision ran; `dispatch_at`: log length when
+    the request was sent; `decision`: the `reason`/`startsSeries` fields appended
+    (None when nothing was appended); `messages`: the messages sent.
+    """
+
+    at: int
+    instance: int
+    first_of_instance: bool
+    header: dict[str, Any]
+    declared: bool
+    retry: bool
+    generation: int
+    decision: dict[str, Any] | None
+    context: dict[str, Any]
+    context_appended: bool
+    dispatch_at: int
+    messages: tuple[Any, ...]
+
+
+@attrs.frozen(repr=False)
+class LoopLog:
+    """A generated model-loop log: wire events (do not mutate) plus the writer's record."""
+
+    events: tuple[Wire, ...]
+    attempts: tuple[Attempt, ...]
+    seeds: tuple[int, ...]
+    script: LoopScript
+
+    def kernel_events(self) -> tuple[Event, ...]:
+        """The events decoded with `kernel.event_from_json`."""
+        return tuple(event_from_json(e) for e in self.events)
+
+    def wire(self) -> list[Wire]:
+        """A caller-owned deep copy of the wire events."""
+        return copy.deepcopy(list(self.events))
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __repr__(self) -> str:
+        return f"LoopLog({len(self.events)} events)\n{format_log(self.events)}"
+
+
+# -- interpretation -----------------------------------------------------------------------------
+
+
+@attrs.define
+class _Builder:
+    script: LoopScript
+    events: list[Wire] = attrs.Factory(list)
+    surface: SurfaceModel = attrs.Factory(SurfaceModel)
+    writer: WriterModel = attrs.Factory(lambda: WriterModel(generation_at_last_request=0))
+    instance: int = 0
+    last_context: dict[str, Any] | None = None
+    turn: int = 0
+    time: int = 0
+    attempts: list[Attempt] = attrs.Factory(list)
+    seeds: list[int] = attrs.Factory(list)
+
+    def emit(
+        self,
+        type_: str,
+        data: Any,
+        *,
+        surface_op: Any = None,
+        sources: list[int] | None = None,
+        ignorable: bool = False,
+    ) -> int:
+        seq = len(self.events)
+        ticks = self.script.ticks
+        self.time += ticks[seq % len(ticks)] if ticks else 1
+        event = shapes.envelope(
+            type_,
+            seq,
+            self.time,
+            data,
+            surface_op=surface_op,
+            sources=sources,
+            ignorable=ignorable,
+        )
+        self.events.append(event)
+        self.surface.step(event)
+        return seq
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.events)
+
+
+def _split(text: str, pieces: int) -> list[str]:
+    if pieces <= 1:
+        return [text]
+    size = max(1, -(-len(text) // pieces))
+    parts = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+    while len(parts) < pieces:
+        parts.append("")
+    return parts
+
+
+def _request(b: _Builder, turn: int, step: StepSpec, header_index: int, retry: bool) -> None:
+    header = copy.deepcopy(HEADER_POOL[header_index % len(HEADER_POOL)])
+    declared = step.declared and not retry
+    at = b.next_seq
+    first = not b.writer.anchored
+    generation = b.surface.generation
+    decision = b.writer.decide(header, header_fold(b.events), declared, generation)
+    if decision is not None:
+        b.emit("request/header", {"header": copy.deepcopy(header), **decision})
+    context: dict[str, Any] = {
+        "provider": header["config"]["provider"],
+        "model": header["config"]["model"],
+    }
+    if step.window:
+        context["contextWindow"] = 128000
+    appended = b.last_context != context
+    if appended:
+        b.emit("request/context", dict(context))
+        b.last_context = context
+    b.attempts.append(
+        Attempt(
+            at=at,
+            instance=b.instance,
+            first_of_instance=first,
+            header=header,
+            declared=declared,
+            retry=retry,
+            generation=generation,
+            decision=decision,
+            context=dict(context),
+            context_appended=appended,
+            dispatch_at=b.next_seq,
+            messages=tuple(messages_of(b.events)),
+        )
+    )
+
+
+def _content(turn: int, step_no: int, reply: ReplySpec) -> list[dict[str, Any]]:
+    if reply.form == "empty":
+        return []
+    blocks: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        reasoning = reply.reasoning
+        if reply.form == "interrupted" and not reasoning.strip():
+            reasoning = "thinking"
+        blocks.append({"type": "reasoning", "text": reasoning})
+    text = reply.text
+    if reply.form == "interrupted" and not text.strip():
+        text = "partial"
+    if text or reply.form == "interrupted" or not reply.calls:
+        blocks.append({"type": "text", "text": text})
+    if reply.form == "text":
+        for i, call in enumerate(reply.calls):
+            blocks.append(
+                {
+                    "type": "tool-call",
+                    "id": f"c{turn}.{step_no}.{i}",
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+            )
+    return blocks
+
+
+def _stream(b: _Builder, turn: int, step_no: int, reply: ReplySpec, blocks: list[Any]) -> list[int]:
+    seqs: list[int] = []
+
+    def chunk(c: dict[str, Any]) -> None:
+        seqs.append(b.emit("assistant/chunk", shapes.chunk_data(turn, step_no, c)))
+
+    for index, block in enumerate(blocks):
+        chunk({"type": "block-start", "index": index, "blockType": block["type"]})
+        if block["type"] in ("text", "reasoning"):
+            kind = "text-delta" if block["type"] == "text" else "reasoning-delta"
+            for piece in _split(block["text"], reply.pieces):
+                chunk({"type": kind, "index": index, "text": piece})
+        else:
+            for k, piece in enumerate(_split(block["arguments"], reply.pieces)):
+                delta: dict[str, Any] = {
+                    "type": "tool-call-delta",
+                    "index": index,
+                    "id": block["id"],
+                }
+                if k == 0:
+                    delta["name"] = block["name"]
+                delta["argumentsDelta"] = piece
+                chunk(delta)
+        if reply.form != "interrupted":
+            chunk({"type": "block-end", "index": index, "block": copy.deepcopy(block)})
+    if reply.form == "interrupted":
+        return seqs
+    if reply.usage:
+        chunk({"type": "usage", "usage": {"inputTokens": 10, "outputTokens": len(seqs)}})
+    finish = "tool-calls" if any(bl["type"] == "tool-call" for bl in blocks) else "stop"
+    chunk({"type": "finish", "reason": {"kind": finish}})
+    return seqs
+
+
+_RICH_META: dict[str, Any] = {"b": 1, "10": 2, "a": 3.0, "2": [1e16, 1e-7, 1e21, 2.5]}
+
+
+def _results(b: _Builder, turn: int, step_no: int, step: StepSpec, blocks: list[Any]) -> None:
+    calls = [bl for bl in blocks if bl["type"] == "tool-call"]
+    specs = step.reply.calls
+    n = len(calls)
+    called: list[int] = []
+    call_seq: dict[int, int] = {}
+    answered: set[int] = set()
+    picks = iter(step.schedule)
+    op_index = 0
+    while len(answered) < n:
+        pending = [i for i in called if i not in answered]
+        avail: list[tuple[str, int]] = [("call", len(called))] if len(called) < n else []
+        avail += [("result", i) for i in pending]
+        kind, i = avail[next(picks, 0) % len(avail)]
+        block, spec = calls[i], specs[i]
+        if kind == "call":
+            call_seq[i] = b.emit(
+                "tool/call",
+                shapes.tool_call_data(
+                    turn, step_no, block["id"], block["name"], block["arguments"]
+                ),
+            )
+            called.append(i)
+        else:
+            seq = b.next_seq
+            message = shapes.tool_result_message(
+                f"r{seq}",
+                block["id"],
+                [{"type": "text", "text": spec.output}],
+                is_error=spec.is_error,
+            )
+            error = {"name": "ToolError", "code": "E_TOOL"} if spec.is_error else None
+            meta: Any = copy.deepcopy(_RICH_META) if b.script.rich else {"tags": ["a"]}
+            data = shapes.tool_result_data(
+                turn, step_no, message, error=error, meta=meta, with_meta=spec.meta
+            )
+            b.emit("tool/result", data, surface_op="append", sources=[call_seq[i]])
+            answered.add(i)
+        if op_index in step.injections and len(called) > len(answered):
+            seq = b.next_seq
+            b.emit(
+                "user/message",
+                shapes.user_message(f"n{seq}", "notice", kind="system-notice"),
+                surface_op="append",
+            )
+        op_index += 1
+
+
+def _step(b: _Builder, turn: int, step_no: int, step: StepSpec) -> None:
+    b.emit("step/start", {"turn": turn, "step": step_no})
+    if step.user_input is not None:
+        seq = b.next_seq
+        b.emit("user/message", shapes.user_message(f"u{seq}", step.user_input), surface_op="append")
+    _request(b, turn, step, step.header, retry=False)
+    if step.retry_header is not None:
+        b.emit("llm/retry", {"attempt": 2})
+        _request(b, turn, step, step.retry_header, retry=True)
+    reply = step.reply
+    blocks = _content(turn, step_no, reply)
+    chunk_seqs = _stream(b, turn, step_no, reply, blocks) if reply.stream else []
+    seq = b.next_seq
+    usage = (
+        {"inputTokens": 100, "outputTokens": 7} if (reply.usage or reply.form == "empty") else None
+    )
+    data = shapes.assistant_data(
+        turn,
+        step_no,
+        shapes.assistant_message(f"a{seq}", blocks),
+        usage=usage,
+        interrupted=reply.form == "interrupted",
+    )
+    sources = None if reply.stream == 2 else chunk_seqs
+    b.emit("assistant/message", data, surface_op="append", sources=sources)
+    if step.todo:
+        b.emit("todo/write", {"todos": [{"content": "check", "status": "in_progress"}]})
+    _results(b, turn, step_no, step, blocks)
+    b.emit("step/end", {"turn": turn, "step": step_no})
+
+
+def _rewrite(b: _Builder, pick: int, text: str) -> None:
+    targets = [s for s in b.surface.nodes if b.events[s]["type"] == "tool/result"]
+    if not targets:
+        return
+    target = targets[pick % len(targets)]
+    data = copy.deepcopy(b.events[target]["data"])
+    data["message"]["content"][0]["content"] = [{"type": "text", "text": "[pruned] " + text}]
+    b.emit("tool/result", data, surface_op=shapes.replace_op(target, target), sources=[target])
+
+
+def _turn(b: _Builder, action: TurnAction) -> None:
+    if action.restart:
+        _reseed(b)
+    b.turn += 1
+    turn = b.turn
+    b.emit("turn/start", {"turn": turn})
+    for k, step in enumerate(action.steps, start=1):
+        _step(b, turn, k, step)
+    if action.rewrite is not None:
+        _rewrite(b, action.rewrite, action.rewrite_text)
+    reasons = shapes.turn_end_reasons()
+    b.emit(
+        "turn/end", {"turn": turn, "reason": copy.deepcopy(reasons[action.reason % len(reasons)])}
+    )
+
+
+def _compact(b: _Builder, action: CompactAction) -> None:
+    nodes = list(b.surface.nodes)
+    cuts = pairing_cuts(b.events, nodes)
+    starts = [i for i in range(len(nodes)) if cuts[i]]
+    if not starts:
+        return
+    i = starts[action.start % len(starts)]
+    ends = [j for j in range(i, len(nodes)) if cuts[j + 1]]
+    if not ends:
+        return
+    j = ends[action.end % len(ends)]
+    shadowed = nodes[i : j + 1]
+    sources = list(shadowed)
+    seq = b.next_seq + (1 if action.bracket else 0)
+    if action.extra is not None:
+        extra = action.extra % seq
+        if extra not in sources:
+            sources.append(extra)
+    if action.bracket:
+        b.emit("compaction/start", {"range": [nodes[i], nodes[j]]})
+    b.emit(
+        "user/message",
+        shapes.user_message(f"s{seq}", f"summary of {len(shadowed)} messages", kind="plugin"),
+        surface_op=shapes.replace_op(nodes[i], nodes[j]),
+        sources=sources,
+    )
+    if action.bracket:
+        b.emit("compaction/end", {})
+
+
+def _extension(b: _Builder, action: ExtensionAction) -> None:
+    if action.unknown:
+        kind = shapes.IGNORABLE_EXTENSIONS[action.kind % len(shapes.IGNORABLE_EXTENSIONS)]
+        b.emit(kind, copy.deepcopy(action.payload), ignorable=True)
+    else:
+        kind = shapes.KNOWN_EXTENSIONS[action.kind % len(shapes.KNOWN_EXTENSIONS)]
+        b.emit(kind, copy.deepcopy(action.payload), ignorable=action.ignorable)
+
+
+def _reseed(b: _Builder) -> None:
+    b.seeds.append(len(b.events))
+    if not b.events or b.events[-1]["type"] != "session/end-seed":
+        b.emit("session/end-seed", {})
+    b.instance += 1
+    b.writer = WriterModel(generation_at_last_request=b.surface.generation)
+
+
+def interpret(script: LoopScript) -> LoopLog:
+    """Turn a script into a log, deterministically."""
+    b = _Builder(script=script, time=script.start_time)
+    for action in script.actions:
+        if isinstance(action, TurnAction):
+            _turn(b, action)
+        elif isinstance(action, UserAction):
+            seq = b.next_seq
+            b.emit("user/message", shapes.user_message(f"u{seq}", action.text), surface_op="append")
+        elif isinstance(action, ExtensionAction):
+            _extension(b, action)
+        elif isinstance(action, CompactAction):
+            _compact(b, action)
+        else:
+            _reseed(b)
+    return LoopLog(tuple(b.events), tuple(b.attempts), tuple(b.seeds), script)
+
+
+# -- strategies ---------------------------------------------------------------------------------
+
+
+def _calls(text: st.SearchStrategy[str]) -> st.SearchStrategy[CallSpec]:
+    return st.builds(
+        CallSpec,
+        name=st.sampled_from(["ls", "read", "write"]),
+        arguments=st.sampled_from(['{"path":"."}', "{}", '{"a":[1,2]}', "not json"]),
+        output=text,
+        is_error=st.booleans(),
+        meta=st.booleans(),
+    )
+
+
+def _replies(text: st.SearchStrategy[str], max_calls: int) -> st.SearchStrategy[ReplySpec]:
+    return st.builds(
+        ReplySpec,
+        form=st.sampled_from(["text", "text", "text", "empty", "interrupted"]),
+        text=text,
+        reasoning=st.none() | text,
+        calls=st.lists(_calls(text), max_size=max_calls).map(tuple),
+        stream=st.sampled_from([1, 0, 2]),
+        pieces=st.integers(1, 5),
+        usage=st.booleans(),
+    )
+
+
+def _steps(text: st.SearchStrategy[str], max_calls: int) -> st.SearchStrategy[StepSpec]:
+    # Mostly the first header, so that unchanged headers (no event, `series`) are common.
+    header = st.sampled_from([0, 0, 0, 0, 0, *range(len(HEADER_POOL))])
+    return st.builds(
+        StepSpec,
+        user_input=st.none() | text,
+        header=header,
+        declared=st.booleans(),
+        retry_header=st.none() | header,
+        window=st.booleans(),
+        reply=_replies(text, max_calls),
+        schedule=st.lists(st.integers(0, 5), max_size=6).map(tuple),
+        injections=st.lists(st.integers(0, 5), max_size=2).map(tuple),
+        todo=st.booleans(),
+    )
+
+
+def _actions(
+    text: st.SearchStrategy[str],
+    max_steps: int,
+    max_calls: int,
+    payload: st.SearchStrategy[Any],
+    min_steps: int = 0,
+) -> st.SearchStrategy[Action]:
+    turn = st.builds(
+        TurnAction,
+        steps=st.lists(
+            _steps(text, max_calls), min_size=min(min_steps, max_steps), max_size=max_steps
+        ).map(tuple),
+        reason=st.integers(0, len(shapes.turn_end_reasons()) - 1),
+        rewrite=st.none() | st.integers(0, 5),
+        rewrite_text=text,
+        restart=st.sampled_from([False, False, False, True]),
+    )
+    return st.one_of(
+        turn,
+        turn,
+        turn,
+        st.builds(UserAction, text=text),
+        st.builds(
+            ExtensionAction,
+            kind=st.integers(0, 7),
+            unknown=st.booleans(),
+            ignorable=st.booleans(),
+            payload=payload,
+        ),
+        st.builds(
+            CompactAction,
+            start=st.integers(0, 6),
+            end=st.integers(0, 6),
+            extra=st.none() | st.integers(0, 50),
+            bracket=st.booleans(),
+        ),
+        st.just(ReseedAction()),
+    )
+
+
+def loop_scripts(
+    *,
+    max_actions: int = 6,
+    max_steps: int = 3,
+    max_calls: int = 3,
+    rich: bool = False,
+    min_actions: int = 0,
+    min_steps: int = 0,
+) -> st.SearchStrategy[LoopScript]:
+    """Scripts for `interpret`. `rich=True` draws G-json text, array-index keys and odd numbers;
+    `min_actions` / `min_steps` make longer logs (e.g. several requests for the writer laws)."""
+    text = json_strings(max_size=9) if rich else plain_text()
+    payload: st.SearchStrategy[Any] = (
+        st.one_of(json_values(max_leaves=5), array_index_objects())
+        if rich
+        else st.one_of(st.none(), st.fixed_dictionaries({"title": plain_text()}))
+    )
+    return st.builds(
+        LoopScript,
+        start_time=st.one_of(st.just(1_760_000_000_000), st.integers(-(10**6), 2**52)),
+        ticks=st.lists(st.integers(-3, 400), max_size=3).map(tuple),
+        actions=st.lists(
+            _actions(text, max_steps, max_calls, payload, min_steps),
+            min_size=min(min_actions, max_actions),
+            max_size=max_actions,
+        ).map(tuple),
+        rich=st.just(rich),
+    )
+
+
+def loop_logs(
+    *,
+    max_actions: int = 6,
+    max_steps: int = 3,
+    max_calls: int = 3,
+    rich: bool = False,
+    min_actions: int = 0,
+    min_steps: int = 0,
+) -> st.SearchStrategy[LoopLog]:
+    """G-loop: valid, well-formed model-loop logs (every turn closed)."""
+    return loop_scripts(
+        max_actions=max_actions,
+        max_steps=max_steps,
+        max_calls=max_calls,
+        rich=rich,
+        min_actions=min_actions,
+        min_steps=min_steps,
+    ).map(interpret)
+
+
+def loop_events(**kwargs: Any) -> st.SearchStrategy[tuple[Event, ...]]:
+    """G-loop logs as kernel `Event`s."""
+    return loop_logs(**kwargs).map(LoopLog.kernel_events)
+
+
+def crash_prefixes(**kwargs: Any) -> st.SearchStrategy[tuple[LoopLog, int]]:
+    """G-crash: a G-loop log and a cut `k` (the prefix is `log.events[:k]`, `0 <= k <= len`)."""
+    return loop_logs(**kwargs).flatmap(
+        lambda log: st.tuples(st.just(log), st.integers(0, len(log.events)))
+    )
+
+
+def session_headers(*, session_id: str = "sess-1") -> st.SearchStrategy[dict[str, Any]]:
+    """Valid in-memory session header records (events.md §2.1) as plain dicts."""
+    optional = st.fixed_dictionaries(
+        {},
+        optional={
+            "cwd": st.sampled_from(["/work/demo", "/projects/my demo", "/"]),
+            "parentSession": st.sampled_from(["parent-1", ""]),
+            "seedLength": st.integers(0, 50),
+            "origin": st.just("subagent"),
+            "delegationDepth": st.integers(0, 3),
+            "agentPreset": st.sampled_from(["default", "ré"]),
+        },
+    )
+    return st.builds(
+        lambda created, extra: {"version": 0, "id": session_id, "createdAt": created, **extra},
+        st.integers(0, 2**53 - 1),
+        optional,
+    )
+
+
+def prefix_of(log: LoopLog, k: int) -> Sequence[Wire]:
+    """The first `k` events of a generated log."""
+    return log.events[:k]

@@ -1,0 +1,161 @@
+"""Every Hypothesis strategy of the catalog (properties.md §1), in one import.
+
+G-json / G-bad-json (`json_values`, `bad_json`), single events and G-loop
+(`loop_logs`, `loop_events`, `loop_scripts`), G-noise (`noise_events`,
+`interleavings`), G-crash (`crash_prefixes`, byte cuts drawn by the tests),
+G-batch (`chunk_batches`, `chunk_rows`), request headers, and the labelled
+admission mutations and perturbations. Logs are plain wire dicts; call
+`.kernel_events()` (or `properties.laws._common.as_events`) for kernel `Event`s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from kernel.codec import event_from_json
+from kernel.events import Event
+from properties import shapes
+from properties.batches import chunk_batches, chunk_rows
+from properties.headers import request_headers, tool_schemas
+from properties.json_values import (
+    BadJson,
+    array_index_objects,
+    bad_json,
+    deep_chains,
+    js_numbers,
+    json_containers,
+    json_scalars,
+    json_strings,
+    json_values,
+)
+from properties.loop import (
+    LoopLog,
+    crash_prefixes,
+    loop_events,
+    loop_logs,
+    loop_scripts,
+    plain_text,
+    session_headers,
+)
+from properties.mutations import (
+    legacy_insertions,
+    mutation_cases,
+    perturbations,
+    rewrite_cases,
+)
+from properties.noise import interleavings, noise_events
+
+__all__ = (
+    "BadJson",
+    "LoopLog",
+    "array_index_objects",
+    "bad_json",
+    "byte_crashes",
+    "chunk_batches",
+    "chunk_rows",
+    "crash_prefixes",
+    "deep_chains",
+    "interleavings",
+    "js_numbers",
+    "json_containers",
+    "json_scalars",
+    "json_strings",
+    "json_values",
+    "legacy_insertions",
+    "loop_events",
+    "loop_logs",
+    "loop_scripts",
+    "mutation_cases",
+    "noise_events",
+    "perturbations",
+    "plain_text",
+    "request_headers",
+    "rewrite_cases",
+    "session_headers",
+    "single_events",
+    "single_kernel_events",
+    "tool_schemas",
+)
+
+
+def _user(text: str) -> dict[str, Any]:
+    return shapes.envelope(
+        "user/message", 0, 1, shapes.user_message("u0", text), surface_op="append"
+    )
+
+
+def single_events() -> st.SearchStrategy[dict[str, Any]]:
+    """One valid wire event that admission accepts as the first event of a log (seq 0)."""
+    text = plain_text()
+    call = shapes.tool_call_data(1, 1, "c1", "ls", "{}")
+    return st.one_of(
+        st.builds(_user, text),
+        st.builds(
+            lambda t: shapes.envelope(
+                "assistant/message",
+                0,
+                1,
+                shapes.assistant_data(
+                    1, 1, shapes.assistant_message("a0", [{"type": "text", "text": t}])
+                ),
+                surface_op="append",
+                sources=[],
+            ),
+            text,
+        ),
+        st.builds(
+            lambda t, err: shapes.envelope(
+                "tool/result",
+                0,
+                1,
+                shapes.tool_result_data(
+                    1,
+                    1,
+                    shapes.tool_result_message(
+                        "r0", "c1", [{"type": "text", "text": t}], is_error=err
+                    ),
+                ),
+                surface_op="append",
+            ),
+            text,
+            st.booleans(),
+        ),
+        st.just(shapes.envelope("turn/start", 0, 1, {"turn": 1})),
+        st.just(shapes.envelope("step/start", 0, 1, {"turn": 1, "step": 1})),
+        st.just(shapes.envelope("tool/call", 0, 1, call)),
+        st.builds(
+            lambda r: shapes.envelope("turn/end", 0, 1, {"turn": 1, "reason": r}),
+            st.sampled_from(shapes.turn_end_reasons()),
+        ),
+        st.builds(lambda v: shapes.envelope("todo/write", 0, 1, v), json_values(max_leaves=4)),
+        st.builds(
+            lambda k, v, ig: shapes.envelope(k, 0, 1, v, ignorable=ig),
+            st.sampled_from(shapes.KNOWN_EXTENSIONS + shapes.IGNORABLE_EXTENSIONS),
+            json_values(max_leaves=4),
+            st.booleans(),
+        ),
+        st.just(
+            shapes.envelope(
+                "request/header",
+                0,
+                1,
+                {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"},
+            )
+        ),
+        st.just(shapes.envelope("request/context", 0, 1, {"provider": "p", "model": "m"})),
+        st.just(shapes.envelope("session/end-seed", 0, 1, {})),
+    )
+
+
+def byte_crashes(**kwargs: Any) -> st.SearchStrategy[tuple[dict[str, Any], LoopLog, int]]:
+    """G-crash on bytes: `(header, log, cut)`; cut `write_jsonl(header, log)` after its header
+    line at `header_end + cut % (len(data) - header_end + 1)` (as `law_truncation_tolerance`
+    does)."""
+    return st.tuples(session_headers(), loop_logs(**kwargs), st.integers(0, 10**6))
+
+
+def single_kernel_events() -> st.SearchStrategy[Event]:
+    """`single_events` decoded as kernel `Event`s."""
+    return single_events().map(event_from_json)

@@ -1,0 +1,8 @@
+"""The `SessionLog` state machine: incremental state equals complete folds after every rule."""
+
+from hypothesis import settings
+
+from properties.machine import SessionLogMachine
+
+SessionLogMachine.TestCase.settings = settings(settings(), stateful_step_count=30)
+TestSessionLogMachine = SessionLogMachine.TestCase
