@@ -208,7 +208,8 @@ def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
     while len(w.events) < n_events:
         turn += 1
         if turn % 40 == 0 and len(w.nodes) > 2:
-            shadowed = list(w.nodes[:-1])
+            # Between turns every call is answered, so the whole surface is a balanced range.
+            shadowed = list(w.nodes)
             summary = {
                 "id": f"summary-{turn}",
                 "role": "user",

@@ -44,13 +44,19 @@ from kernel import (
 )
 
 
-def best_of(repeat: int, work: Callable[[], Any]) -> float:
+def best_of(repeat: int, work: Callable[[], Any], *, paused: bool = False) -> float:
+    """Best wall time of `repeat` runs; `paused` turns the cyclic collector off, as stores do."""
     times = []
     for _ in range(repeat):
         gc.collect()
+        if paused:
+            gc.disable()
         start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
+        try:
+            work()
+        finally:
+            times.append(time.perf_counter() - start)
+            gc.enable()
     return min(times)
 
 
@@ -58,8 +64,8 @@ def decode_all(data: bytes) -> list[Any]:
     return [orjson.loads(line) for line in data.split(b"\n") if line]
 
 
-def append_cost(log: SessionLog, count: int = 2000) -> float:
-    """Mean seconds per append of a user message at the log's current length."""
+def append_cost(log: SessionLog, count: int = 2000, *, paused: bool = False) -> float:
+    """Median seconds per append of a user message at the log's current length."""
     message = {
         "id": "bench",
         "role": "user",
@@ -69,10 +75,13 @@ def append_cost(log: SessionLog, count: int = 2000) -> float:
     samples = []
     for _ in range(5):
         current = log
+        if paused:
+            gc.disable()
         start = time.perf_counter()
         for i in range(count):
             current = current.append("user/message", message, time=i, surface_op=APPEND)
         samples.append((time.perf_counter() - start) / count)
+        gc.enable()
     return statistics.median(samples)
 
 
@@ -84,21 +93,24 @@ def run(size: int, repeat: int) -> dict[str, float]:
     scan = scan_jsonl(data)
     stored = scan.events
     log = SessionLog.restore(stored)
-    figures = {
-        "events": float(len(stored)),
-        "MB": len(data) / 1e6,
-        "decode": best_of(repeat, lambda: decode_all(data)),
-        "scan_jsonl": best_of(repeat, lambda: scan_jsonl(data)),
-        "restore admission": best_of(repeat, lambda: SessionLog.restore(stored)),
-        "fold_surface": best_of(repeat, lambda: fold_surface(stored)),
-        "derive_messages": best_of(repeat, lambda: derive_messages(stored)),
-        "fold_request_header": best_of(repeat, lambda: fold_request_header(stored)),
-        "tool_pairing_cuts": best_of(repeat, lambda: tool_pairing_cuts(stored)),
-        "check_invariants": best_of(repeat, lambda: check_invariants(stored)),
-        "closers": best_of(repeat, lambda: interrupted_turn_closers(stored)),
-        "load_jsonl (whole)": best_of(repeat, lambda: load_jsonl(data, now=0)),
-        "append us": append_cost(log) * 1e6,
+    measures: dict[str, Callable[[], Any]] = {
+        "decode": lambda: decode_all(data),
+        "scan_jsonl": lambda: scan_jsonl(data),
+        "restore admission": lambda: SessionLog.restore(stored),
+        "fold_surface": lambda: fold_surface(stored),
+        "derive_messages": lambda: derive_messages(stored),
+        "fold_request_header": lambda: fold_request_header(stored),
+        "tool_pairing_cuts": lambda: tool_pairing_cuts(stored),
+        "check_invariants": lambda: check_invariants(stored),
+        "closers": lambda: interrupted_turn_closers(stored),
+        "load_jsonl (whole)": lambda: load_jsonl(data, now=0),
     }
+    figures: dict[str, tuple[float, float]] = {
+        name: (best_of(repeat, work), best_of(repeat, work, paused=True))
+        for name, work in measures.items()
+    }
+    figures["append us"] = (append_cost(log) * 1e6, append_cost(log, paused=True) * 1e6)
+    figures["size"] = (float(len(stored)), len(data) / 1e6)
     return figures
 
 
@@ -110,19 +122,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     small = run(1_000, args.repeat)
-    print(f"append at ~1k events: {small['append us']:.1f} us")
+    print(
+        "append at ~1k events: {:.1f} us (collector on), {:.1f} us (paused)".format(
+            *small["append us"]
+        )
+    )
     for size in args.sizes:
         figures = run(size, 1 if size >= 1_000_000 else args.repeat)
-        decode = figures["decode"]
+        events, megabytes = figures.pop("size")
+        append_on, append_off = figures.pop("append us")
+        decode_on, decode_off = figures["decode"]
+        print(f"\n{int(events)} events, {megabytes:.1f} MB JSONL (packed chunk rows)")
         print(
-            f"\n{int(figures['events'])} events, {figures['MB']:.1f} MB JSONL (packed chunk rows)"
+            f"  {'measure':<22}{'s (gc on)':>11}{'x decode':>10}{'s (paused)':>12}{'x decode':>10}"
         )
-        print(f"  {'measure':<22}{'seconds':>10}{'x decode':>10}")
-        for name, value in figures.items():
-            if name in ("events", "MB", "append us"):
-                continue
-            print(f"  {name:<22}{value:>10.3f}{value / decode:>10.2f}")
-        print(f"  append at {int(figures['events'])} events: {figures['append us']:.1f} us")
+        for name, (on, off) in figures.items():
+            ratios = f"{on / decode_on:>10.2f}{off:>12.3f}{off / decode_off:>10.2f}"
+            print(f"  {name:<22}{on:>11.3f}{ratios}")
+        where = f"append at {int(events)} events"
+        print(f"  {where}: {append_on:.1f} us (on), {append_off:.1f} us (paused)")
 
 
 if __name__ == "__main__":
