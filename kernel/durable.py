@@ -57,6 +57,7 @@ __all__ = (
     "scan_records",
     "plan_load",
     "scan_result",
+    "refuse_version",
     "loaded_result",
     "as_stored_bytes",
 )
@@ -172,8 +173,9 @@ def _spell_id(value: Any) -> str:
         return repr(value)
 
 
-def _refuse_version(obj: dict[str, Any], version: Any) -> UnsupportedFormat:
-    session = _spell_id(obj.get("id"))
+def refuse_version(session_id: Any, version: Any) -> UnsupportedFormat:
+    """The direction-aware refusal of a non-zero format version (persistence.md §4)."""
+    session = _spell_id(session_id)
     spelled = _spell_version(version)
     if version > 0:
         return UnsupportedFormat(
@@ -220,7 +222,7 @@ def parse_header_line(line: bytes) -> dict[str, Any]:
     if type(value) is dict:
         version = value.get("version")
         if is_number(version) and version != 0:
-            raise _refuse_version(value, version)
+            raise refuse_version(value.get("id"), version)
     problem = _header_shape_problem(value)
     if problem is not None:
         raise CorruptLog(f"first line is not a session header: {problem}")

@@ -8,15 +8,28 @@ Unknown types are accepted: refusing them would stall a live session's durabilit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kernel.admission import check_legacy
-from kernel.codec import check_envelope, event_to_wire, parse_source_seqs
-from kernel.errors import InvalidEnvelope, NotLosslessJson, SeqMismatch, SurfaceMarkerError
-from kernel.events import Append, Event, Replace
+from kernel.codec import (
+    check_envelope,
+    event_to_wire,
+    header_from_json,
+    header_to_json,
+    parse_source_seqs,
+)
+from kernel.errors import (
+    InvalidEnvelope,
+    NotLosslessJson,
+    SeqMismatch,
+    SessionHeaderError,
+    SurfaceMarkerError,
+)
+from kernel.events import Append, Event, Replace, SessionHeader
 from kernel.json import admit_json, safe_int
 
-__all__ = ("check_batch",)
+__all__ = ("admit_stored_header", "check_batch")
 
 
 def check_batch(events: Iterable[Event], next_seq: int | None = None) -> tuple[Event, ...]:
@@ -58,3 +71,13 @@ def check_batch(events: Iterable[Event], next_seq: int | None = None) -> tuple[E
                 seq=event.seq,
             )
     return batch
+
+
+def admit_stored_header(header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
+    """Admission §6 for a header given to `create`; a store also needs a non-empty id."""
+    if isinstance(header, SessionHeader):
+        header = header_to_json(header)
+    admitted = header_from_json(header)
+    if not admitted.id:
+        raise SessionHeaderError("a stored session needs a non-empty id (H4)")
+    return admitted

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.codec import header_from_json, header_to_json
+from kernel.codec import header_from_json
 from kernel.durable import Loaded, encode_records, load_jsonl, scan_jsonl, write_jsonl
 from kernel.errors import CorruptLog, SeqMismatch, SessionHeaderError
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
@@ -31,7 +31,7 @@ from kernel.frames import (
     write_jsonl_zstd,
 )
 from kernel.json import safe_int
-from kernel.store.batch import check_batch
+from kernel.store.batch import admit_stored_header, check_batch
 from kernel.store.collector import paused_collector
 from kernel.store.errors import (
     LiveSessionOpen,
@@ -258,16 +258,6 @@ class _Tail:
     next_seq: int
 
 
-def _admit_header(header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
-    """Admission §6 for a header given to `create`; a store also needs a non-empty id."""
-    if isinstance(header, SessionHeader):
-        header = header_to_json(header)
-    admitted = header_from_json(header)
-    if not admitted.id:
-        raise SessionHeaderError("a stored session needs a non-empty id (H4)")
-    return admitted
-
-
 def _stored_header(record: Any) -> SessionHeader:
     try:
         return header_from_json(record)
@@ -365,7 +355,7 @@ class JsonlStore:
         Raises `SessionHeaderError` for an invalid header and `SessionExists`
         when the id is already stored or already created in this store.
         """
-        admitted = _admit_header(header)
+        admitted = admit_stored_header(header)
         if admitted.id in self._pending or self._locate(admitted.id) is not None:
             raise SessionExists(f"session {admitted.id!r} already exists under {self.root}")
         self._pending[admitted.id] = admitted

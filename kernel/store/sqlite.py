@@ -19,18 +19,16 @@ from typing import Any, Final
 import attrs
 
 from kernel.chunks import pack_chunk_rows
-from kernel.codec import event_to_wire, header_from_json, header_to_json
-from kernel.durable import RawScan, plan_load
+from kernel.codec import event_to_wire, header_from_json
+from kernel.durable import RawScan, plan_load, refuse_version
 from kernel.errors import (
     CorruptLog,
     KernelError,
     SeqMismatch,
     SessionHeaderError,
-    UnsupportedFormat,
 )
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
 from kernel.json import raw, safe_int
-from kernel.jsontext import format_number
 from kernel.rows import (
     MAX_ROW_DATA_BYTES,
     MAX_ROW_MEMBERS,
@@ -41,7 +39,7 @@ from kernel.rows import (
     event_row,
     scan_rows,
 )
-from kernel.store.batch import check_batch
+from kernel.store.batch import admit_stored_header, check_batch
 from kernel.store.collector import paused_collector
 from kernel.store.errors import (
     ForeignStore,
@@ -139,25 +137,13 @@ def _expected() -> dict[str, Any]:
     return _EXPECTED
 
 
-def _spell_version(version: Any) -> str:
-    return format_number(version) if type(version) in (int, float) else repr(version)
-
-
 def _header_record(row: Sequence[Any]) -> dict[str, Any]:
     """The in-memory header record of a `sessions` row; a foreign version is refused first."""
     session_id, version = row[0], row[1]
     if type(version) is not int:
         raise CorruptLog(f"session {session_id}: stored version {version!r} is not a number")
-    if version > 0:
-        raise UnsupportedFormat(
-            f"session {session_id}: the log was written in format v{_spell_version(version)} "
-            "by a newer writer; this reader only reads v0; upgrade the reader to open it"
-        )
-    if version < 0:
-        raise UnsupportedFormat(
-            f"session {session_id}: the log uses format v{_spell_version(version)}, older than "
-            "the supported v0, and no upgrade path exists"
-        )
+    if version != 0:
+        raise refuse_version(session_id, version)
     record: dict[str, Any] = {"version": 0, "id": session_id, "createdAt": row[2]}
     for key, value in zip(
         ("cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset"),
@@ -188,16 +174,6 @@ def _header_columns(header: SessionHeader) -> tuple[Any, ...]:
         header.delegation_depth,
         header.agent_preset,
     )
-
-
-def _admit_header(header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
-    """Admission §6 for a header given to `create`; a store also needs a non-empty id."""
-    if isinstance(header, SessionHeader):
-        header = header_to_json(header)
-    admitted = header_from_json(header)
-    if not admitted.id:
-        raise SessionHeaderError("a stored session needs a non-empty id (H4)")
-    return admitted
 
 
 def _wire(event: Event) -> dict[str, Any]:
@@ -408,7 +384,7 @@ class SqliteStore:
 
     def create(self, header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
         """Register a new session; nothing is written until its first non-empty append."""
-        admitted = _admit_header(header)
+        admitted = admit_stored_header(header)
         with self._transaction(immediate=False):
             stored = self._session_row(admitted.id)
         if admitted.id in self._pending or stored is not None:
