@@ -584,3 +584,31 @@ def test_list_is_sorted_and_cascade_deletes(tmp_path: Path) -> None:
             store._conn.execute("SELECT count(*) FROM events WHERE session_id = 'b'").fetchone()[0]
             == 0
         )
+
+
+def test_read_only_store_leaves_a_rollback_journal_database_byte_identical(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    full = _log()
+    last_step_start = max(e.seq for e in full if e.type == "step/start")
+    events = full[: last_step_start + 1]
+    with SqliteStore(path) as store:
+        _fill(store, events)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode = DELETE")
+    before = path.read_bytes()
+    with SqliteStore(path, read_only=True) as store:
+        seen = store.inspect(HEADER["id"], now=0)
+        assert seen.repair.closers, "the open turn would be closed by a load"
+        with pytest.raises(StoreError, match="read-only"):
+            store.load(HEADER["id"], now=0)
+        with pytest.raises(StoreError, match="read-only"):
+            store.append(HEADER["id"], [])
+    assert path.read_bytes() == before
+    assert not (tmp_path / "sessions.db-wal").exists()
+
+
+def test_read_only_store_refuses_an_empty_database(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    sqlite3.connect(path).close()
+    with pytest.raises(ForeignStore):
+        SqliteStore(path, read_only=True)

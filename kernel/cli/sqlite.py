@@ -40,10 +40,10 @@ def _probe(path: str) -> None:
 
 
 @contextmanager
-def _store(path: str) -> Iterator[SqliteStore]:
+def _store(path: str, *, read_only: bool = True) -> Iterator[SqliteStore]:
     _probe(path)
     try:
-        store = SqliteStore(path)
+        store = SqliteStore(path, read_only=read_only)
     except sqlite3.Error as exc:
         raise StoreError(f"SQLite error: {exc}") from None
     try:
@@ -75,7 +75,7 @@ def repair_sqlite(path: str, *, session: str | None, dry_run: bool, now: int) ->
     """Commit (or with `dry_run` only plan) the repair of one or every stored session."""
     ids = sqlite_sessions(path, session=session)
     reports: list[RepairReport] = []
-    with _store(path) as store:
+    with _store(path, read_only=dry_run) as store:
         for sid in ids:
             if dry_run:
                 reports.append(store.inspect(sid, now=now).repair)

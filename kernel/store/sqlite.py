@@ -14,6 +14,7 @@ import sqlite3
 import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Final
 
 import attrs
@@ -214,17 +215,28 @@ class SqliteStore:
         pack_chunks: bool = True,
         known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
         timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.pack_chunks = pack_chunks
         self.known_types = frozenset(known_types)
+        self.read_only = read_only
         self._pending: dict[str, SessionHeader] = {}
-        self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        if read_only:
+            # Not even a journal-mode switch: inspecting a database must leave its bytes alone.
+            uri = Path(self.path).resolve().as_uri() + "?mode=ro"
+            self._conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        else:
+            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
         try:
             self._open()
         except BaseException:
             self._conn.close()
             raise
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only; this operation writes")
 
     # -- opening (§7.1) ---------------------------------------------------------------------
 
@@ -266,6 +278,12 @@ class SqliteStore:
         except sqlite3.DatabaseError as exc:
             raise ForeignStore(f"{self.path}: not a SQLite database ({exc})") from exc
         self._refuse_identity(*identity)
+        if self.read_only:
+            if identity[1] != USER_VERSION:
+                raise ForeignStore(f"{self.path}: holds no session schema; nothing to read")
+            with self._transaction(immediate=False):
+                self._check_schema()
+            return
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         if identity[1] == 0:
@@ -384,6 +402,7 @@ class SqliteStore:
 
     def create(self, header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
         """Register a new session; nothing is written until its first non-empty append."""
+        self._refuse_if_read_only()
         admitted = admit_stored_header(header)
         with self._transaction(immediate=False):
             stored = self._session_row(admitted.id)
@@ -447,6 +466,7 @@ class SqliteStore:
         unknown types are accepted. An empty batch is a no-op. The first
         non-empty append of a created session inserts its `sessions` row.
         """
+        self._refuse_if_read_only()
         batch = check_batch(events)
         if not batch:
             if session_id not in self._pending:
@@ -504,6 +524,7 @@ class SqliteStore:
         raises `LiveSessionOpen`. A session that changes while the repair is
         planned is planned again; one that keeps changing raises `StaleRepair`.
         """
+        self._refuse_if_read_only()
         for _ in range(_MAX_ATTEMPTS):
             plan = self._plan(*self._read(session_id))
             report = self._report(session_id, plan, committed=False)
