@@ -69,15 +69,49 @@ def _view(value: Any, lossless: bool) -> Any:
     return value
 
 
-class FrozenObject(Mapping[str, Any]):
-    """A read-only JSON object; iteration keeps the member order it was built with."""
+class _FrozenView:
+    """What both views share: the owned container, memoised child views, a cached hash."""
 
     __slots__ = ("_raw", "_kids", "_lossless", "_hash")
 
-    _raw: dict[str, Any]
-    _kids: dict[str, Any] | None
+    _raw: Any
+    _kids: Any
     _lossless: bool
     _hash: int | None
+
+    @classmethod
+    def _own(cls, raw_container: Any, lossless: bool) -> Any:
+        self = object.__new__(cls)
+        self._raw = raw_container
+        self._kids = None
+        self._lossless = lossless
+        self._hash = None
+        return self
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = _hash_key(self._raw)
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._raw!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self._raw, self._lossless))
+
+
+class FrozenObject(_FrozenView, Mapping[str, Any]):
+    """A read-only JSON object; iteration keeps the member order it was built with."""
+
+    __slots__ = ()
+    __hash__ = _FrozenView.__hash__  # defining __eq__ would otherwise unset it
+
+    _raw: dict[str, Any]
+    _kids: dict[str, Any] | None
 
     def __init__(self, value: Mapping[str, Any] | None = None) -> None:
         admitted = admit_json({} if value is None else value)
@@ -87,15 +121,6 @@ class FrozenObject(Mapping[str, Any]):
         self._kids = None
         self._lossless = True
         self._hash = None
-
-    @classmethod
-    def _own(cls, raw_dict: dict[str, Any], lossless: bool) -> FrozenObject:
-        self = object.__new__(cls)
-        self._raw = raw_dict
-        self._kids = None
-        self._lossless = lossless
-        self._hash = None
-        return self
 
     def __getitem__(self, key: str) -> Any:
         value = self._raw[key]
@@ -131,31 +156,15 @@ class FrozenObject(Mapping[str, Any]):
             return bool(self._raw == thaw(other))
         return NotImplemented
 
-    def __ne__(self, other: object) -> bool:
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
 
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(_hash_key(self._raw))
-        return self._hash
-
-    def __repr__(self) -> str:
-        return f"FrozenObject({self._raw!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self._raw, self._lossless))
-
-
-class FrozenArray(Sequence[Any]):
+class FrozenArray(_FrozenView, Sequence[Any]):
     """A read-only JSON array."""
 
-    __slots__ = ("_raw", "_kids", "_lossless", "_hash")
+    __slots__ = ()
+    __hash__ = _FrozenView.__hash__  # defining __eq__ would otherwise unset it
 
     _raw: list[Any]
     _kids: dict[int, Any] | None
-    _lossless: bool
-    _hash: int | None
 
     def __init__(self, value: Sequence[Any] = ()) -> None:
         admitted = admit_json(list(value) if type(value) is tuple else value)
@@ -165,15 +174,6 @@ class FrozenArray(Sequence[Any]):
         self._kids = None
         self._lossless = True
         self._hash = None
-
-    @classmethod
-    def _own(cls, raw_list: list[Any], lossless: bool) -> FrozenArray:
-        self = object.__new__(cls)
-        self._raw = raw_list
-        self._kids = None
-        self._lossless = lossless
-        self._hash = None
-        return self
 
     @overload
     def __getitem__(self, index: int) -> Any: ...
@@ -209,21 +209,6 @@ class FrozenArray(Sequence[Any]):
         if isinstance(other, (list, tuple)):
             return bool(self._raw == thaw(other))
         return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(_hash_key(self._raw))
-        return self._hash
-
-    def __repr__(self) -> str:
-        return f"FrozenArray({self._raw!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self._raw, self._lossless))
 
 
 def _rebuild(raw_value: Any, lossless: bool) -> Any:
