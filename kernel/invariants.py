@@ -164,6 +164,10 @@ def _where(turn: int | None, step: int | None) -> str:
     return f"the open step is turn {turn} step {step}"
 
 
+def _open_turn_text(open_turn: int | None) -> str:
+    return "no turn is open" if open_turn is None else f"open turn is {open_turn}"
+
+
 # -- the tracker --------------------------------------------------------------------------------
 
 
@@ -218,8 +222,7 @@ class InvariantState:
                     Violation(
                         seq,
                         "turn-end-mismatch",
-                        f"turn/end {turn} does not match: "
-                        + ("no turn is open" if open_turn is None else f"open turn is {open_turn}"),
+                        f"turn/end {turn} does not match: " + _open_turn_text(open_turn),
                     )
                 )
             if open_step is not None:
@@ -238,8 +241,7 @@ class InvariantState:
                     Violation(
                         seq,
                         "step-start-turn",
-                        f"step/start {turn}.{step}: "
-                        + ("no turn is open" if open_turn is None else f"open turn is {open_turn}"),
+                        f"step/start {turn}.{step}: " + _open_turn_text(open_turn),
                     )
                 )
             if open_step is not None:
