@@ -15,7 +15,15 @@ from typing import Any
 
 from kernel.events import APPEND, Event
 
-__all__ = ("T0", "realistic_log", "split_batches", "turn_end_seqs")
+__all__ = (
+    "STORE_HEADER",
+    "T0",
+    "open_turn_prefix",
+    "realistic_log",
+    "seeded_log",
+    "split_batches",
+    "turn_end_seqs",
+)
 
 T0 = 1_760_000_000_000
 
@@ -186,3 +194,18 @@ def split_batches(
 
 def turn_end_seqs(events: Sequence[Event]) -> list[int]:
     return [e.seq for e in events if e.type == "turn/end"]
+
+
+STORE_HEADER = {"version": 0, "id": "s-1", "createdAt": T0, "cwd": "/projects/demo"}
+"""The header both store suites create their session with."""
+
+
+def seeded_log(seed: int = 1, turns: int = 3) -> list[Event]:
+    """`realistic_log` with a fresh `random.Random(seed)`."""
+    return realistic_log(random.Random(seed), turns)
+
+
+def open_turn_prefix(events: list[Event]) -> list[Event]:
+    """The log cut inside its last turn, right after a tool/call (an unanswered call)."""
+    last_call = max(e.seq for e in events if e.type == "tool/call")
+    return events[: last_call + 1]

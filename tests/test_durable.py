@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from wire_records import E, S, T
 
 from kernel.chunks import pack_chunk_rows
 from kernel.codec import event_from_json, event_to_wire
@@ -37,21 +38,6 @@ from kernel.jsontext import encode_json_bytes, parse_json
 from kernel.repair import interrupted_turn_closers
 
 HEADER = b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}'
-
-
-def T(seq: int, turn: int = 1) -> bytes:
-    return b'{"type":"turn/start","seq":%d,"time":%d,"data":{"turn":%d}}' % (seq, seq, turn)
-
-
-def E(seq: int, turn: int = 1) -> bytes:
-    return (
-        b'{"type":"turn/end","seq":%d,"time":%d,"data":{"turn":%d,"reason":{"kind":"completed"}}}'
-        % (seq, seq, turn)
-    )
-
-
-def S(seq: int) -> bytes:
-    return b'{"type":"step/start","seq":%d,"time":%d,"data":{"turn":1,"step":1}}' % (seq, seq)
 
 
 def row(seq0: int, texts: int = 3) -> bytes:

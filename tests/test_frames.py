@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 import pytest
+import wire_records
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,18 +33,15 @@ HEADER_FRAME = encode_zstd_frame(header_line(HEADER) + b"\n")
 
 
 def T(seq: int, turn: int = 1) -> bytes:
-    return b'{"type":"turn/start","seq":%d,"time":%d,"data":{"turn":%d}}\n' % (seq, seq, turn)
+    return wire_records.T(seq, turn) + b"\n"
 
 
 def E(seq: int, turn: int = 1) -> bytes:
-    return (
-        b'{"type":"turn/end","seq":%d,"time":%d,"data":{"turn":%d,"reason":{"kind":"completed"}}}\n'
-        % (seq, seq, turn)
-    )
+    return wire_records.E(seq, turn) + b"\n"
 
 
 def S(seq: int) -> bytes:
-    return b'{"type":"step/start","seq":%d,"time":%d,"data":{"turn":1,"step":1}}\n' % (seq, seq)
+    return wire_records.S(seq) + b"\n"
 
 
 def frames_of(data: bytes) -> list[bytes]:

@@ -12,7 +12,14 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from storelogs import T0, realistic_log, split_batches
+from storelogs import (
+    STORE_HEADER,
+    T0,
+    open_turn_prefix,
+    realistic_log,
+    seeded_log,
+    split_batches,
+)
 
 from kernel.durable import encode_records, load_jsonl, scan_jsonl, write_jsonl
 from kernel.errors import (
@@ -40,17 +47,9 @@ from kernel.store import (
     repair_file,
 )
 
-HEADER = {"version": 0, "id": "s-1", "createdAt": T0, "cwd": "/projects/demo"}
-
-
-def _log(seed: int = 1, turns: int = 3) -> list[Event]:
-    return realistic_log(random.Random(seed), turns)
-
-
-def _open_turn_prefix(events: list[Event]) -> list[Event]:
-    """The log cut inside its last turn, right after a tool/call (an unanswered call)."""
-    last_call = max(e.seq for e in events if e.type == "tool/call")
-    return events[: last_call + 1]
+HEADER = STORE_HEADER
+_log = seeded_log
+_open_turn_prefix = open_turn_prefix
 
 
 def _store(tmp_path: Path, zstd: bool, **kwargs: Any) -> JsonlStore:

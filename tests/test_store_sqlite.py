@@ -13,7 +13,14 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from storelogs import T0, realistic_log, split_batches
+from storelogs import (
+    STORE_HEADER,
+    T0,
+    open_turn_prefix,
+    realistic_log,
+    seeded_log,
+    split_batches,
+)
 
 from kernel.errors import (
     CorruptLog,
@@ -36,16 +43,9 @@ from kernel.store import (
     StoreError,
 )
 
-HEADER = {"version": 0, "id": "s-1", "createdAt": T0, "cwd": "/projects/demo"}
-
-
-def _log(seed: int = 1, turns: int = 3) -> list[Event]:
-    return realistic_log(random.Random(seed), turns)
-
-
-def _open_turn_prefix(events: list[Event]) -> list[Event]:
-    last_call = max(e.seq for e in events if e.type == "tool/call")
-    return events[: last_call + 1]
+HEADER = STORE_HEADER
+_log = seeded_log
+_open_turn_prefix = open_turn_prefix
 
 
 def _fill(store: SqliteStore, events: list[Event], header: Any = HEADER, seed: int = 0) -> None:
