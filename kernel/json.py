@@ -29,6 +29,7 @@ __all__ = (
     "json_equal",
     "safe_int",
     "is_number",
+    "summary",
 )
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -98,7 +99,10 @@ class _FrozenView:
         return self._hash
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._raw!r})"
+        try:
+            return f"{type(self).__name__}({self._raw!r})"
+        except RecursionError:
+            return f"{type(self).__name__}({summary(self._raw)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (self._raw, self._lossless))
@@ -151,9 +155,9 @@ class FrozenObject(_FrozenView, Mapping[str, Any]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenObject):
-            return self is other or bool(self._raw == other._raw)
+            return self is other or _same_raw(self._raw, other._raw)
         if isinstance(other, Mapping):
-            return bool(self._raw == thaw(other))
+            return _same_raw(self._raw, thaw(other))
         return NotImplemented
 
 
@@ -205,10 +209,90 @@ class FrozenArray(_FrozenView, Sequence[Any]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenArray):
-            return self is other or bool(self._raw == other._raw)
+            return self is other or _same_raw(self._raw, other._raw)
         if isinstance(other, (list, tuple)):
-            return bool(self._raw == thaw(other))
+            return _same_raw(self._raw, thaw(other))
         return NotImplemented
+
+
+def _same_raw(a: Any, b: Any) -> bool:
+    """`a == b` on plain JSON containers, at any depth and from any call-stack depth.
+
+    The C comparison recurses; past the recursion limit the same comparison
+    runs again with an explicit stack (Python's `==` semantics: 1 == 1.0 == True).
+    """
+    try:
+        return bool(a == b)
+    except RecursionError:
+        pass
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        tx, ty = type(x), type(y)
+        if tx is dict and ty is dict:
+            if len(x) != len(y):
+                return False
+            for key, value in x.items():
+                if key not in y:
+                    return False
+                stack.append((value, y[key]))
+        elif tx is list and ty is list:
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif tx is dict or tx is list or ty is dict or ty is list or x != y:
+            return False
+    return True
+
+
+def summary(value: Any, limit: int = 120) -> str:
+    """A repr-like description of a JSON value, cut at about `limit` characters; iterative.
+
+    For messages about untrusted values: no depth or size makes it recurse or grow.
+
+    >>> summary({"a": [1, "x" * 200]}, limit=20)
+    "{'a': [1, 'xxxxxxxxx…"
+    """
+    parts: list[str] = []
+    size = 0
+    # Items: (True, text to emit) or (False, value to describe); popped from the end.
+    stack: list[tuple[bool, Any]] = [(False, value)]
+    while stack and size <= limit:
+        is_text, item = stack.pop()
+        t = type(item)
+        if is_text:
+            text = item
+        elif t is FrozenObject or t is FrozenArray:
+            stack.append((False, item._raw))
+            continue
+        elif t is dict or t is list or t is tuple:
+            text = "{" if t is dict else "["
+            stack.append((True, "}" if t is dict else "]"))
+            pairs = list(item.items()) if t is dict else [(None, child) for child in item]
+            for index in range(len(pairs) - 1, -1, -1):
+                key, child = pairs[index]
+                stack.append((False, child))
+                if t is dict:
+                    stack += [(True, ": "), (False, key)]
+                if index:
+                    stack.append((True, ", "))
+        else:
+            text = _scalar_repr(item, limit - size + 1)
+        parts.append(text)
+        size += len(text)
+    out = "".join(parts)
+    return out if not stack and size <= limit else out[:limit] + "…"
+
+
+def _scalar_repr(value: Any, budget: int) -> str:
+    if type(value) is str and len(value) > budget:
+        return repr(value[:budget])
+    if type(value) is int and value.bit_length() > 4 * budget:
+        return f"<int of {value.bit_length()} bits>"
+    try:
+        return repr(value)
+    except Exception:  # a hostile object's repr must not turn a rejection into a crash
+        return f"<{type(value).__name__} object>"
 
 
 def _rebuild(raw_value: Any, lossless: bool) -> Any:

@@ -8,7 +8,6 @@ RFC 8259 JSON in strict UTF-8. Both are iterative: depth is bounded by memory.
 
 from __future__ import annotations
 
-import json as _stdlib_json
 import re
 from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
@@ -25,6 +24,7 @@ __all__ = (
     "is_array_index",
     "parse_json",
     "parse_json_keeping_negative_zero",
+    "read_json_text",
 )
 
 _MAX_ARRAY_INDEX = 2**32 - 2
@@ -180,10 +180,6 @@ def encode_json_bytes(value: Any) -> bytes:
         return _escape_lone_surrogates(text).encode("utf-8")
 
 
-def _refuse_constant(token: str) -> Any:
-    raise ValueError(f"{token} is not JSON")
-
-
 def _unsafe_ints_as_doubles(value: Any) -> Any:
     """Read integers beyond ±(2**53 - 1) as the doubles a JSON reader with IEEE numbers gets."""
     t = type(value)
@@ -217,33 +213,171 @@ def parse_json(data: bytes | str) -> Any:
 
     Numbers read as a JavaScript reader reads them: an integer beyond
     ±(2**53 - 1) becomes the nearest double, a literal beyond any double an
-    infinity. orjson reads almost everything; the standard library reads what
-    orjson refuses but JSON allows (lone-surrogate escapes, `1e400`).
+    infinity. orjson reads almost everything; `read_json_text` reads what
+    orjson refuses but JSON allows (nesting past 1,024 levels, lone-surrogate
+    escapes, `1e400`), at any depth and from any call-stack depth.
     """
     raw_bytes = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-        try:
-            value = _stdlib_json.loads(text, parse_constant=_refuse_constant)
-        except RecursionError:
-            raise ValueError("JSON nesting deeper than this reader supports") from None
+        value = read_json_text(data.decode("utf-8") if isinstance(data, bytes) else data)
     if _SIXTEEN_DIGITS in raw_bytes.translate(_DIGITS_AS_ZERO):
         value = _unsafe_ints_as_doubles(value)
     return value
 
 
-def _int_keeping_negative_zero(token: str) -> int | float:
-    return -0.0 if token == "-0" else int(token)
-
-
 def parse_json_keeping_negative_zero(data: bytes | str) -> Any:
     """Like `parse_json`, but the token `-0` reads as the float -0.0 (header checks need it)."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
-    try:
-        return _stdlib_json.loads(
-            text, parse_constant=_refuse_constant, parse_int=_int_keeping_negative_zero
-        )
-    except RecursionError:
-        raise ValueError("JSON nesting deeper than this reader supports") from None
+    return _unsafe_ints_as_doubles(read_json_text(text, negative_zero=True))
+
+
+# -- the exact reader -----------------------------------------------------------------------------
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_PLAIN_RUN = re.compile(r'[^"\\\x00-\x1f]*')
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+_LITERALS = (("true", True), ("false", False), ("null", None))
+_MAX_INT_DIGITS = 16
+"""An integer token of more digits is beyond ±(2**53 - 1): read it as a double directly, which
+also keeps Python's limit on int-from-text conversion (4,300 digits) out of the way."""
+
+
+def _fail(detail: str, pos: int) -> ValueError:
+    return ValueError(f"{detail} at char {pos}")
+
+
+def _read_string(text: str, pos: int) -> tuple[str, int]:
+    """The string whose opening quote is at `pos - 1`, and the offset past its closing quote."""
+    parts: list[str] = []
+    while True:
+        run = _PLAIN_RUN.match(text, pos)
+        assert run is not None  # the pattern matches the empty string
+        parts.append(run.group())
+        pos = run.end()
+        if pos >= len(text):
+            raise _fail("unterminated string", pos)
+        char = text[pos]
+        if char == '"':
+            return "".join(parts), pos + 1
+        if char != "\\":
+            raise _fail("control character in string", pos)
+        escape = text[pos + 1 : pos + 2]
+        if escape in _ESCAPES:
+            parts.append(_ESCAPES[escape])
+            pos += 2
+            continue
+        if escape != "u" or not _HEX4.fullmatch(text, pos + 2, pos + 6):
+            raise _fail("invalid escape", pos)
+        code = int(text[pos + 2 : pos + 6], 16)
+        pos += 6
+        if 0xD800 <= code < 0xDC00 and text.startswith("\\u", pos):
+            low = text[pos + 2 : pos + 6]
+            if _HEX4.fullmatch(low) and 0xDC00 <= int(low, 16) < 0xE000:
+                code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+                pos += 6
+        parts.append(chr(code))
+
+
+def _read_scalar(text: str, pos: int, negative_zero: bool) -> tuple[Any, int]:
+    """A string, number or literal starting at `pos`, and the offset just past it."""
+    char = text[pos : pos + 1]
+    if char == '"':
+        return _read_string(text, pos + 1)
+    for word, value in _LITERALS:
+        if text.startswith(word, pos):
+            return value, pos + len(word)
+    number = _NUMBER.match(text, pos)
+    if number is None:
+        raise _fail("expected a JSON value", pos)
+    token = number.group()
+    whole, fraction, exponent = number.groups()
+    if fraction or exponent or len(whole.lstrip("-")) > _MAX_INT_DIGITS:
+        return float(token), number.end()
+    if negative_zero and token == "-0":
+        return -0.0, number.end()
+    return int(token), number.end()
+
+
+def read_json_text(text: str, *, negative_zero: bool = False) -> Any:
+    """Parse strict JSON text without recursion: depth is bounded by memory alone.
+
+    The exact reader behind `parse_json` (orjson is the fast one): lone
+    surrogate escapes read as lone surrogates, a pair as the character it
+    encodes, numbers beyond any double as infinities, a duplicate key keeps
+    its first position and its last value. `negative_zero` reads the token
+    `-0` as -0.0. Raises ValueError naming the offset of the first error.
+
+    >>> read_json_text('{"a": [1, 2.5, "\\ud800"]}')
+    {'a': [1, 2.5, '\\ud800']}
+    """
+    space = _SPACE.match
+    # Open containers with the key each is waiting to fill (None for arrays).
+    stack: list[tuple[Any, str | None]] = []
+    pos = space(text, 0).end()  # type: ignore[union-attr]
+    while True:
+        # A value starts at `pos`.
+        char = text[pos : pos + 1]
+        value: Any
+        if char == "{" or char == "[":
+            container: Any = {} if char == "{" else []
+            pos = space(text, pos + 1).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] == ("}" if char == "{" else "]"):
+                value, pos = container, pos + 1
+            elif char == "[":
+                stack.append((container, None))
+                continue
+            else:
+                stack.append((container, None))
+                pos = _member_key(text, pos, stack)
+                continue
+        else:
+            value, pos = _read_scalar(text, pos, negative_zero)
+        # A value has ended just before `pos`: place it and close what it completes.
+        while True:
+            if not stack:
+                pos = space(text, pos).end()  # type: ignore[union-attr]
+                if pos != len(text):
+                    raise _fail("extra data after the JSON value", pos)
+                return value
+            container, key = stack[-1]
+            if key is None:
+                container.append(value)
+            else:
+                container[key] = value
+            pos = space(text, pos).end()  # type: ignore[union-attr]
+            char = text[pos : pos + 1]
+            if char == ",":
+                pos = space(text, pos + 1).end()  # type: ignore[union-attr]
+                if key is not None:
+                    pos = _member_key(text, pos, stack)
+                break
+            if char == ("]" if key is None else "}"):
+                stack.pop()
+                value, pos = container, pos + 1
+                continue
+            raise _fail("expected ',' or the end of the container", pos)
+
+
+def _member_key(text: str, pos: int, stack: list[tuple[Any, str | None]]) -> int:
+    """Read `"key" :` at `pos` for the object on top of `stack`; the offset of its value."""
+    if text[pos : pos + 1] != '"':
+        raise _fail("expected a string key", pos)
+    key, pos = _read_string(text, pos + 1)
+    pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+    if text[pos : pos + 1] != ":":
+        raise _fail("expected ':' after an object key", pos)
+    stack[-1] = (stack[-1][0], key)
+    return _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]

@@ -25,6 +25,7 @@ __all__ = (
     "json_values",
     "json_containers",
     "deep_chains",
+    "payload_values",
     "bad_json",
     "js_numbers",
     "array_index_objects",
@@ -130,6 +131,35 @@ def _chain(depth: int) -> list[Any]:
 def deep_chains() -> st.SearchStrategy[list[Any]]:
     """A very deep chain of single-element lists (iterative validators must accept it)."""
     return st.integers(2_000, 5_000).map(_chain)
+
+
+def _object_chain(depth: int, leaf: Any) -> dict[str, Any]:
+    value: Any = leaf
+    for level in range(depth):
+        value = {"k": value} if level % 2 else {"k": [value, level]}
+    result: dict[str, Any] = value if type(value) is dict else {"k": value}
+    return result
+
+
+def payload_values() -> st.SearchStrategy[Any]:
+    """Payloads that stress a reader: deep, wide, long text, lone surrogates, extreme numbers.
+
+    Every value is lossless JSON, so a writer stores it and a reader must give it back:
+    chains 1,000-4,000 levels deep (past the C parsers' nesting limits), arrays of a few
+    hundred scalars, strings of thousands of characters with surrogates and controls, and
+    numbers at the edges of the double range.
+    """
+    extreme_numbers = st.sampled_from(
+        [MAX_SAFE, -MAX_SAFE, 1.7976931348623157e308, -5e-324, 1e21, 9007199254740992.0]
+    )
+    long_text = st.lists(json_strings(max_size=24), min_size=50, max_size=200).map("".join)
+    return st.one_of(
+        json_values(max_leaves=20),
+        st.builds(_object_chain, st.integers(1_000, 4_000), json_scalars()),
+        st.lists(st.one_of(json_scalars(), extreme_numbers), min_size=100, max_size=400),
+        st.dictionaries(json_keys(), long_text, min_size=1, max_size=3),
+        st.builds(_object_chain, st.integers(900, 1_200), _SURROGATES),
+    )
 
 
 # -- G-bad-json -----------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from kernel.codec import event_from_json
-from kernel.events import Event
+from kernel.events import APPEND, TURN_END, TURN_START, USER_MESSAGE, Event
+from kernel.log import SessionLog
 from properties import shapes
 from properties.batches import chunk_batches, chunk_rows
 from properties.headers import request_headers, tool_schemas
@@ -29,6 +30,7 @@ from properties.json_values import (
     json_scalars,
     json_strings,
     json_values,
+    payload_values,
 )
 from properties.loop import (
     LoopLog,
@@ -69,6 +71,8 @@ __all__ = (
     "loop_scripts",
     "mutation_cases",
     "noise_events",
+    "payload_logs",
+    "payload_values",
     "perturbations",
     "plain_text",
     "request_headers",
@@ -159,3 +163,24 @@ def byte_crashes(**kwargs: Any) -> st.SearchStrategy[tuple[dict[str, Any], LoopL
 def single_kernel_events() -> st.SearchStrategy[Event]:
     """`single_events` decoded as kernel `Event`s."""
     return single_events().map(event_from_json)
+
+
+def _payload_log(payloads: list[Any], texts: list[str]) -> tuple[Event, ...]:
+    log = SessionLog.empty().append(TURN_START, {"turn": 1}, time=1)
+    for index, (payload, text) in enumerate(zip(payloads, texts, strict=False)):
+        message = shapes.user_message(f"u{index}", text)
+        log = log.append(USER_MESSAGE, {**message, "meta": payload}, time=2, surface_op=APPEND)
+        log = log.append("session/title", payload, time=3)
+        log = log.append("todo/write", {"todos": payload}, time=4)
+    return tuple(log.append(TURN_END, {"turn": 1, "reason": {"kind": "completed"}}, time=5).events)
+
+
+def payload_logs() -> st.SearchStrategy[tuple[Event, ...]]:
+    """Admitted one-turn logs whose user messages, extension and todo events carry
+    `payload_values` (deep, wide, long, surrogate-bearing, extreme numbers): what a writer
+    accepts, for write -> read laws."""
+    return st.builds(
+        _payload_log,
+        st.lists(payload_values(), min_size=1, max_size=3),
+        st.lists(json_strings(max_size=40), min_size=3, max_size=3),
+    )

@@ -57,6 +57,20 @@ def test_p36_storage_round_trip(
         laws.law_storage_round_trip(store, header, log, splits)
 
 
+@pytest.mark.parametrize("layout", ("jsonl", "jsonl-zstd", "sqlite"))
+@share_of_examples(5, minimum=4)
+@given(
+    header=gen.session_headers(),
+    events=gen.payload_logs(),
+    headroom=st.sampled_from([120, 10**9]),
+)
+def test_write_read_round_trip_at_any_depth(
+    layout: str, header: dict[str, Any], events: tuple[Any, ...], headroom: int
+) -> None:
+    with _store(layout) as (store, _):
+        laws.law_write_read_at_any_depth(store, header, events, headroom)
+
+
 @given(gen.byte_crashes(max_actions=4))
 def test_p37_truncation_tolerance_plain(case: tuple[dict[str, Any], LoopLog, int]) -> None:
     header, log, cut = case

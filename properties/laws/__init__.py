@@ -66,6 +66,7 @@ from properties.laws.storage import (
     law_truncation_tolerance,
     law_unknown_types,
     law_version_refusal,
+    law_write_read_at_any_depth,
     law_zstd_damage_fatal,
     law_zstd_truncation_tolerance,
 )
@@ -127,6 +128,7 @@ __all__ = (
     "law_synthetic_results",
     "law_closers_deterministic",
     "law_storage_round_trip",
+    "law_write_read_at_any_depth",
     "law_truncation_tolerance",
     "law_zstd_truncation_tolerance",
     "law_committed_damage_fatal",

@@ -8,17 +8,20 @@ persistence.md §1 (JSONL files or SQLite).
 
 from __future__ import annotations
 
+import inspect
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kernel.chunks import pack_chunk_rows
-from kernel.codec import event_to_json, header_to_json
+from kernel.codec import event_to_json, event_to_wire, header_to_json
 from kernel.durable import encode_records, load_jsonl, scan_jsonl, write_jsonl
 from kernel.errors import CorruptLog, KernelError, LegacyFormat, UnsupportedFormat
 from kernel.events import Event, SessionHeader
 from kernel.frames import frame_end, load_jsonl_zstd, write_jsonl_zstd
 from kernel.json import thaw
+from kernel.jsontext import encode_json_bytes
 from kernel.messages import derive_messages
 from kernel.repair import interrupted_turn_closers
 from properties.laws._common import as_events, as_wire, same_json, same_json_text
@@ -28,6 +31,7 @@ from properties.spelling import header_line, stringify
 __all__ = (
     "Store",
     "law_storage_round_trip",
+    "law_write_read_at_any_depth",
     "law_truncation_tolerance",
     "law_zstd_truncation_tolerance",
     "law_committed_damage_fatal",
@@ -93,6 +97,42 @@ def law_storage_round_trip(
         "loaded header differs",
         stored=header,
         loaded=header_to_json(loaded.header),
+    )
+
+
+def _at_call_depth(depth: int, work: Callable[[], Any]) -> Any:
+    """Run `work` beneath `depth` extra Python frames, without recursion in this helper."""
+    if depth <= 0:
+        return work()
+    return _at_call_depth(depth - 1, work)
+
+
+def _record_texts(events: Sequence[Event]) -> list[bytes]:
+    return [encode_json_bytes(event_to_wire(e)) for e in events]
+
+
+def law_write_read_at_any_depth(
+    store: Store, header: Mapping[str, Any], events: Sequence[Event], headroom: int
+) -> None:
+    """Reading accepts everything writing accepts (issue: deep payloads were written, then
+    repaired away): the events appended to a store load back with the same JSON text, also
+    when `load` is called with only `headroom` Python frames left before the recursion limit.
+
+    Compared as written JSON text, which is canonical (a surrogate pair given as two code
+    points and the astral character it encodes are one text), and computed iteratively.
+    """
+    law = "write -> read at any call-stack depth"
+    store.create(header)
+    store.append(header["id"], events)
+    depth = max(0, sys.getrecursionlimit() - headroom - len(inspect.stack(0)))
+    loaded = _at_call_depth(depth, lambda: store.load(header["id"], now=0))
+    check(
+        len(loaded.events) == len(events) and _record_texts(loaded.events) == _record_texts(events),
+        law,
+        "loaded events differ from the appended events",
+        appended=len(events),
+        loaded=len(loaded.events),
+        call_depth=depth,
     )
 
 
