@@ -1,9 +1,13 @@
 """Zstandard-framed JSONL (persistence.md §8): a structural frame scan, then the JSONL scanner.
 
 Frames are located by parsing their headers and block headers, never by
-decompressing: the first frame the data ends inside is *torn* (repair
-truncates there). Complete frames are checksummed, so any damage inside them
-is corruption. The `zstandard` package only decompresses and compresses.
+decompressing. Complete frames are checksummed, so any damage inside them is
+corruption. A frame the data seems to end inside is *torn* (repair truncates
+there) only if it is the last thing in the file: a damaged size field in a
+committed frame looks just like a torn tail, so before truncating the scan
+checks that no complete, checksum-verified frame follows it (see
+docs/rfc/implemented/bug-fix/2026-12-01-zstd-damage-is-corruption.md).
+The `zstandard` package only decompresses and compresses.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ ZSTD_MAGIC: Final = 0xFD2FB528
 ZSTD_LEVEL: Final = 3
 _MAGIC_BYTES: Final = ZSTD_MAGIC.to_bytes(4, "little")
 _DICT_ID_SIZES: Final = (0, 1, 2, 4)
+_CONTENT_SIZE_BYTES: Final = (0, 2, 4, 8)
+_BLOCK_SIZE_MAX: Final = 128 * 1024
 _RESERVED_BLOCK: Final = 3
 _RLE_BLOCK: Final = 1
 
@@ -54,8 +60,11 @@ def frame_end(data: bytes, start: int) -> int | None:
     Parses the magic number, the frame header descriptor (its reserved and
     unused bits `0x18` must be clear), the window, dictionary-id and content
     size fields, the block headers (type 3 is reserved; an RLE block carries
-    one payload byte) and the optional 4-byte checksum. Raises `CorruptLog`
-    when the bytes are not a frame.
+    one payload byte; no block may exceed the frame's maximum block size,
+    the smaller of its window size and 128 KiB) and the optional 4-byte
+    checksum. Raises `CorruptLog` when the bytes are not a frame. A None is
+    only a claim about these bytes: the caller decides whether the frame is
+    really torn (`scan_frames`).
     """
     total = len(data)
     head = data[start : start + 4]
@@ -74,18 +83,32 @@ def frame_end(data: bytes, start: int) -> int | None:
             f"0x{descriptor:02x}"
         )
     single_segment = bool(descriptor & 0x20)
-    content_size_flag = descriptor >> 6
-    content_size_bytes = (1 if single_segment else 0, 2, 4, 8)[content_size_flag]
-    pos += (0 if single_segment else 1) + _DICT_ID_SIZES[descriptor & 0x03] + content_size_bytes
+    window_at = pos
+    pos += (0 if single_segment else 1) + _DICT_ID_SIZES[descriptor & 0x03]
+    content_size_bytes = _CONTENT_SIZE_BYTES[descriptor >> 6] or (1 if single_segment else 0)
+    if pos + content_size_bytes > total:
+        return None
+    if single_segment:  # the window is the content size (RFC 8878 §3.1.1.1.2)
+        window = int.from_bytes(data[pos : pos + content_size_bytes], "little")
+        window += 256 if content_size_bytes == 2 else 0
+    else:
+        exponent, mantissa = data[window_at] >> 3, data[window_at] & 0x07
+        window = (1 << (10 + exponent)) + (1 << (7 + exponent)) * mantissa
+    block_max = min(window, _BLOCK_SIZE_MAX)
+    pos += content_size_bytes
     while True:
         if pos + 3 > total:
             return None
         block = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
-        pos += 3
         block_type = (block >> 1) & 0x03
         if block_type == _RESERVED_BLOCK:
-            raise CorruptLog(f"Zstandard frame at byte {start}: reserved block type at {pos - 3}")
-        pos += 1 if block_type == _RLE_BLOCK else block >> 3
+            raise CorruptLog(f"Zstandard frame at byte {start}: reserved block type at {pos}")
+        if block >> 3 > block_max:
+            raise CorruptLog(
+                f"Zstandard frame at byte {start}: block at byte {pos} declares {block >> 3} "
+                f"bytes, more than the frame's maximum block size {block_max}"
+            )
+        pos += 3 + (1 if block_type == _RLE_BLOCK else block >> 3)
         if block & 0x01:
             break
     if descriptor & 0x04:
@@ -105,11 +128,42 @@ def _decompress(frame: bytes, start: int) -> bytes:
     return plain
 
 
-def _recover(partial: bytes) -> bytes:
-    """As much plaintext as a streaming decoder yields from a torn frame (nothing on error)."""
+def _complete_frame_after(data: bytes, start: int) -> int | None:
+    """The offset of the first complete, checksum-verified frame after `start`, if any."""
+    at = data.find(_MAGIC_BYTES, start + 1)
+    while at != -1:
+        try:
+            end = frame_end(data, at)
+            if end is not None:
+                _decompress(data[at:end], at)
+                return at
+        except CorruptLog:
+            pass
+        at = data.find(_MAGIC_BYTES, at + 1)
+    return None
+
+
+def _torn_plaintext(data: bytes, start: int) -> bytes:
+    """The readable plaintext of the frame at `start`, which the data seems to end inside.
+
+    A torn frame is a writer's interrupted last append, so its bytes run to the
+    end of the file and nothing follows it (appends onto a torn tail are
+    refused). If a complete frame that decodes and passes its checksum starts
+    anywhere after `start`, the frame was committed and a damaged header or
+    block-size field only makes it look unfinished: `CorruptLog`, never a
+    truncation. Otherwise as much plaintext as a streaming decoder yields
+    (nothing when it fails: persistence.md §8 step 6 tolerates a damaged last
+    frame, since a crash can leave one and nothing committed follows it).
+    """
+    later = _complete_frame_after(data, start)
+    if later is not None:
+        raise CorruptLog(
+            f"Zstandard frame at byte {start} reads as incomplete, but a complete frame follows "
+            f"at byte {later}: damage inside committed frames, not a torn tail"
+        )
     decoder = zstandard.ZstdDecompressor().decompressobj()
     try:
-        plain: bytes = decoder.decompress(partial)
+        plain: bytes = decoder.decompress(data[start:])
     except zstandard.ZstdError:
         return b""
     return plain
@@ -128,6 +182,7 @@ def scan_frames(data: bytes) -> RawScan:
             break
         frames.append((pos, end))
         pos = end
+    partial = b"" if torn_start is None else _torn_plaintext(data, torn_start)
     if not frames:
         raise CorruptLog("empty or header-less log: no complete Zstandard frame")
     plaintexts = [_decompress(data[s:e], s) for s, e in frames]
@@ -143,7 +198,6 @@ def scan_frames(data: bytes) -> RawScan:
     if torn_start is None:
         return RawScan(header=header, records=records, committed_bytes=total, total_bytes=total)
     recovered_from = len(records)
-    partial = _recover(data[torn_start:])
     _, dropped, tail_reason = scan_records(
         partial, 0, records, first_line=1, label="torn-frame record"
     )

@@ -1,5 +1,6 @@
 """Zstandard-framed JSONL (persistence.md §8, §6.2): the structural frame scan, torn frames,
-corruption inside complete frames, round trips, and crash cuts at or after the header frame."""
+corruption inside complete frames, round trips, crash cuts at or after the header frame, and
+bit flips anywhere (damage followed by complete frames is corruption, never a torn tail)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel.codec import event_to_wire
-from kernel.durable import encode_records, header_line, load_jsonl
+from kernel.durable import encode_records, header_line, load_jsonl, scan_jsonl, write_jsonl
 from kernel.errors import CorruptLog, KernelError, UnsupportedFormat
 from kernel.events import APPEND, Event, SessionHeader
 from kernel.frames import (
@@ -425,3 +426,209 @@ def test_p37_zstd_every_cut_at_or_after_the_header_frame_loads(
         assert loaded.committed_bytes == frame_starts[complete]
         if loaded.torn_frame is not None:
             assert loaded.torn_frame.recovered == tuple(events[safe:n])
+
+
+# -- damage followed by complete frames is corruption, never a torn tail (issue 9 item 2) --------
+
+
+def turn_batches(words: list[int], *, open_tail: bool) -> list[list[Event]]:
+    """One completed turn per entry of `words`, appended in two batches as a runtime does.
+
+    The first batch opens the turn and its step and streams `words[i]` text chunks; the
+    second closes both. With `open_tail` a last batch opens one more turn and step and
+    never closes them (the log of a live session, or of one that crashed).
+    """
+    events: list[Event] = []
+
+    def add(event_type: str, data: Any) -> Event:
+        events.append(Event(event_type, len(events), len(events), data))
+        return events[-1]
+
+    batches: list[list[Event]] = []
+    for turn, count in enumerate(words, 1):
+        first = [add("turn/start", {"turn": turn}), add("step/start", {"turn": turn, "step": 1})]
+        for k in range(count):
+            text = f"word {k * 7919 % 1000} of turn {turn} "
+            chunk_data = {"type": "text-delta", "index": 0, "text": text}
+            first.append(add("assistant/chunk", {"turn": turn, "step": 1, "chunk": chunk_data}))
+        step_end = add("step/end", {"turn": turn, "step": 1})
+        turn_end = add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+        batches += [first, [step_end, turn_end]]
+    if open_tail:
+        turn = len(words) + 1
+        batches.append(
+            [add("turn/start", {"turn": turn}), add("step/start", {"turn": turn, "step": 1})]
+        )
+    return batches
+
+
+def framed(batches: list[list[Event]]) -> bytes:
+    """The `.jsonl.zstd` bytes a store writes: materialization, then one frame per append."""
+    data = write_jsonl_zstd(HEADER, batches[0])
+    for batch in batches[1:]:
+        data += encode_zstd_frame(encode_records(batch))
+    return data
+
+
+def frame_starts(data: bytes) -> list[int]:
+    """The start of every frame of `data`, and its length last."""
+    starts = [0]
+    while starts[-1] < len(data):
+        end = frame_end(data, starts[-1])
+        assert end is not None
+        starts.append(end)
+    return starts
+
+
+def first_block_header(frame: bytes, start: int) -> int:
+    """The offset of the first block header of the frame at `start` (RFC 8878 §3.1.1)."""
+    descriptor = frame[start + 4]
+    single_segment = bool(descriptor & 0x20)
+    content_size_bytes = (1 if single_segment else 0, 2, 4, 8)[descriptor >> 6]
+    window_bytes = 0 if single_segment else 1
+    return start + 5 + window_bytes + (0, 1, 2, 4)[descriptor & 0x03] + content_size_bytes
+
+
+def last_turn_end(events: list[Event]) -> int:
+    return max(i for i, e in enumerate(events) if e.type == "turn/end")
+
+
+def test_p8_a_flipped_block_size_bit_in_an_early_frame_is_corrupt_not_a_torn_tail() -> None:
+    """One bit in the block-size field of a committed frame made the scan run past the end
+    of the file; the log loaded as torn right after frame 1 and repair deleted every later
+    frame (issue 9 item 2: a 44-frame, 334-event log kept 18 events)."""
+    batches = turn_batches([400, 3, 3, 3], open_tail=True)
+    data = framed(batches)
+    starts = frame_starts(data)
+    at = first_block_header(data, starts[1])  # the first batch, written at materialization
+    header = int.from_bytes(data[at : at + 3], "little")
+    larger = (  # a clear block-size bit set: the block seems to run on
+        data[:at] + (header | 1 << bit).to_bytes(3, "little") + data[at + 3 :]
+        for bit in range(3, 24)
+        if not header >> bit & 1
+    )
+    damaged = next(d for d in larger if frame_end(d, starts[1]) is None)
+    # The structural scan alone cannot tell this from a crash mid-append: it ends inside frame 1.
+    assert frame_end(damaged, starts[1]) is None
+    message = f"frame at byte {starts[1]} .* complete frame follows at byte {starts[2]}"
+    with pytest.raises(CorruptLog, match=message):
+        load_jsonl_zstd(damaged, now=0)
+    with pytest.raises(CorruptLog, match=message):
+        scan_jsonl_zstd(damaged)
+
+
+def test_p8_a_block_larger_than_the_frame_allows_is_corrupt() -> None:
+    """A block may not exceed the smaller of the window size and 128 KiB; in a single-segment
+    frame (as the kernel writes them) the window is the frame's content size."""
+    content = T(0) + E(1)
+    frame = encode_zstd_frame(content)
+    at = first_block_header(frame, 0)
+    header = int.from_bytes(frame[at : at + 3], "little")
+    for size_bit in (len(content).bit_length(), 20):  # just past the content size; past 128 KiB
+        assert not header >> (3 + size_bit) & 1
+        damaged = (
+            frame[:at] + (header | 1 << (3 + size_bit)).to_bytes(3, "little") + frame[at + 3 :]
+        )
+        with pytest.raises(CorruptLog, match=f"block at byte {at} declares .* maximum block size"):
+            frame_end(damaged, 0)
+        with pytest.raises(CorruptLog, match=f"block at byte {at + len(HEADER_FRAME)} declares"):
+            scan_jsonl_zstd(HEADER_FRAME + damaged)
+
+
+def test_p8_a_block_size_made_smaller_ends_the_frame_early_and_is_corrupt() -> None:
+    """The scan then ends the frame inside its own bytes, and what follows is no frame:
+    corruption, even when the log also ends in a torn frame."""
+    data = framed(turn_batches([5, 5], open_tail=True))
+    starts = frame_starts(data)
+    at = first_block_header(data, starts[2])
+    header = int.from_bytes(data[at : at + 3], "little")
+    lowest_size_bit = (header >> 3 & -(header >> 3)) << 3
+    damaged = data[:at] + (header ^ lowest_size_bit).to_bytes(3, "little") + data[at + 3 :]
+    end = frame_end(damaged, starts[2])
+    assert end is not None and end < starts[3]
+    for torn in (damaged, damaged[:-3]):
+        with pytest.raises(CorruptLog, match=f"no Zstandard frame at byte {end}"):
+            load_jsonl_zstd(torn, now=0)
+
+
+def flipped(data: bytes, position: int, bit: int) -> bytes:
+    damaged = bytearray(data)
+    damaged[position] ^= 1 << bit
+    return bytes(damaged)
+
+
+def test_p8_every_flipped_bit_is_corrupt_or_keeps_every_committed_turn() -> None:
+    """Flip each bit of a multi-frame log in turn. Every flip either raises CorruptLog or
+    loads every event up to the last turn/end unchanged: no committed event is dropped. The
+    last frame holds only an open turn, so a flip there may read as a torn tail."""
+    batches = turn_batches([4, 2, 3], open_tail=True)
+    events = [e for batch in batches for e in batch]
+    data = framed(batches)
+    keep = last_turn_end(events) + 1
+    torn_flips = 0
+    for position in range(len(data)):
+        for bit in range(8):
+            try:
+                loaded = load_jsonl_zstd(flipped(data, position, bit), now=0)
+            except CorruptLog:
+                continue
+            n = len(loaded.events) - len(loaded.closers)
+            where = f"bit {bit} of byte {position}"
+            assert n >= keep, f"{where}: kept {n} of {keep} committed events\n{shown(events)}"
+            assert loaded.events[:n] == tuple(events[:n]), f"{where}: events changed"
+            torn_flips += loaded.torn
+    assert torn_flips > 0  # flips in the open last frame are torn tails, not errors
+
+
+def test_p8_a_flip_that_hides_the_end_of_the_last_frame_loses_at_most_that_frame() -> None:
+    """When the last frame holds the last turn/end, a flipped block-size bit that only makes
+    it look unfinished cannot be told from a crash during that append (nothing follows it):
+    it reads as a torn tail. Every earlier frame's events are kept; nothing else is lost."""
+    batches = turn_batches([4, 2, 3], open_tail=False)
+    events = [e for batch in batches for e in batch]
+    data = framed(batches)
+    starts = frame_starts(data)
+    before_last = len(events) - len(batches[-1])
+    for position in range(len(data)):
+        for bit in range(8):
+            try:
+                loaded = load_jsonl_zstd(flipped(data, position, bit), now=0)
+            except CorruptLog:
+                continue
+            n = len(loaded.events) - len(loaded.closers)
+            where = f"bit {bit} of byte {position}"
+            assert loaded.events[:n] == tuple(events[:n]), f"{where}: events changed"
+            if n < len(events):
+                assert position >= starts[-2] and n >= before_last, where
+                assert loaded.torn and loaded.committed_bytes == starts[-2], where
+
+
+def test_p3_every_flipped_bit_before_the_last_turn_end_is_corrupt_or_harmless() -> None:
+    """The same sweep for plain JSONL (persistence.md §3.2), which has no checksums: a flip
+    may change a value undetectably, but damage followed by a real turn/end is never
+    repaired away, and no record before the damage is ever dropped."""
+    batches = turn_batches([3, 2], open_tail=True)
+    events = [e for batch in batches for e in batch]
+    data = write_jsonl(HEADER, events)
+    line_starts = [0, *(i + 1 for i, byte in enumerate(data) if byte == 0x0A)]
+    events_before = [len(scan_jsonl(data[:start]).events) if start else 0 for start in line_starts]
+    keep = last_turn_end(events) + 1
+    torn_flips = 0
+    for position in range(len(data)):
+        line = data.count(b"\n", 0, position)  # 0 is the header line
+        touched = line + 1 + (data[position] == 0x0A)  # a flipped newline fuses two lines
+        rest = data[line_starts[min(touched, len(line_starts) - 1)] :]
+        turn_end_follows = touched < len(line_starts) - 1 and b'"type":"turn/end"' in rest
+        for bit in range(8):
+            try:
+                loaded = load_jsonl(flipped(data, position, bit), now=0)
+            except (CorruptLog, UnsupportedFormat):
+                continue
+            n = len(loaded.events) - len(loaded.closers)
+            where = f"bit {bit} of byte {position} (line {line + 1})"
+            assert n >= events_before[line], f"{where}: a record before the damage was dropped"
+            assert loaded.events[: events_before[line]] == tuple(events[: events_before[line]])
+            if turn_end_follows:
+                assert n >= keep, f"{where}: damage before a turn/end was repaired away"
+            torn_flips += loaded.torn
+    assert torn_flips > 0  # flips in the open last turn are torn tails, not errors
