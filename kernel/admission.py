@@ -52,6 +52,7 @@ __all__ = (
     "check_request_header",
     "check_event_shape",
     "check_payload",
+    "turn_end_reason_ok",
     "WireEvent",
     "admit_wire_event",
     "HEADER_REASONS",
@@ -219,7 +220,8 @@ _BARE_REASONS = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
 _FAILURE_NUMBERS = ("status", "providerRetryAfterMs")
 
 
-def _turn_end_reason_ok(reason: Any) -> bool:
+def turn_end_reason_ok(reason: Any) -> bool:
+    """R12: a `turn/end` reason has the shape its `kind` requires."""
     if type(reason) is not dict or not _nonempty_str(reason.get("kind")):
         return False
     kind = reason["kind"]
@@ -259,7 +261,7 @@ def _turn_start_problem(data: Any) -> str | None:
 def _turn_end_problem(data: Any) -> str | None:
     if not (type(data) is dict and data.keys() == {"turn", "reason"} and _positive(data["turn"])):
         return "data must be exactly {turn, reason} with a positive safe integer turn"
-    if not _turn_end_reason_ok(data["reason"]):
+    if not turn_end_reason_ok(data["reason"]):
         return "reason does not have the shape of its kind"
     return None
 

@@ -9,18 +9,17 @@ Zstandard framing lives in `kernel.frames` and reuses the scanner below.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
 
 from kernel.admission import check_legacy, check_message_shape
-from kernel.chunks import ROW_TAGS, expand_row_wire, pack_chunk_rows
+from kernel.chunks import pack_chunk_rows
 from kernel.codec import event_from_wire, event_to_wire, header_from_json
 from kernel.errors import (
     CorruptLog,
     KernelError,
-    MalformedChunkRow,
     UnknownEventType,
     UnsupportedFormat,
 )
@@ -29,18 +28,14 @@ from kernel.events import (
     LEGACY_TYPES,
     REQUEST_HEADER,
     SURFACE_TYPES,
-    TURN_END,
     Event,
     SessionHeader,
 )
+from kernel.fastload import plan_events, scan_events
 from kernel.json import FrozenObject, is_number, safe_int, view
-from kernel.jsontext import (
-    encode_json_bytes,
-    format_number,
-    parse_json,
-    parse_json_keeping_negative_zero,
-)
+from kernel.jsontext import encode_json_bytes, format_number, parse_json_keeping_negative_zero
 from kernel.log import SessionLog
+from kernel.records import scan_records
 from kernel.repair import wire_closers
 
 __all__ = (
@@ -59,6 +54,8 @@ __all__ = (
     "scan_result",
     "refuse_version",
     "loaded_result",
+    "load_scanned",
+    "RecordScanner",
     "as_stored_bytes",
 )
 
@@ -129,10 +126,12 @@ class Loaded:
 
 @attrs.frozen
 class RawScan:
-    """A scan before any event is built: plain wire dicts the kernel owns (parser output)."""
+    """A scan before admission: its records are the plain wire dicts the kernel owns (the
+    exact scan, `scan_records`), or events whose shapes their typed decode checked
+    (`kernel.fastload.scan_events`)."""
 
     header: dict[str, Any]
-    records: list[dict[str, Any]]
+    records: list[Any]
     committed_bytes: int
     total_bytes: int
     dropped_records: int = 0
@@ -271,98 +270,20 @@ def header_line(header: SessionHeader | Mapping[str, Any]) -> bytes:
     return encode_json_bytes(line)
 
 
-# -- records (persistence.md §3.2) --------------------------------------------------------------
+RecordScanner = Callable[..., "tuple[int, int, str | None] | None"]
+"""`scan_records` (wire dicts) or `scan_events` (typed events; None when it declines)."""
 
 
-def scan_records(
-    buf: bytes, start: int, records: list[dict[str, Any]], *, first_line: int, label: str = "line"
-) -> tuple[int, int, str | None]:
-    """Scan the records of `buf` from offset `start`, extending `records` with the prefix.
-
-    Seqs continue from `len(records)`. Returns `(committed, dropped, reason)`:
-    the offset just past the last record kept, how many lines (a final line
-    without its newline included) were not kept, and why the tail was cut
-    (None when nothing was). Raises `CorruptLog` when damage precedes a record
-    holding a real `turn/end`. `first_line` numbers the first line for messages.
-    """
-    find = buf.find
-    append = records.append
-    expected = len(records)
-    committed = start
-    issue: str | None = None
-    pos = start
-    line_no = first_line - 1
-    kept_lines = 0
-    while True:
-        nl = find(b"\n", pos)
-        if nl == -1:
-            break
-        line = buf[pos:nl]
-        end = nl + 1
-        pos = end
-        line_no += 1
-        try:
-            value = parse_json(line)
-        except ValueError as exc:
-            if issue is None:
-                issue = f"unparsable record at {label} {line_no}: {exc}"
-            continue
-        if type(value) is not dict:
-            if issue is None:
-                issue = f"record at {label} {line_no} is not a JSON object"
-            continue
-        tag = value.get("type")
-        if tag.__class__ is str and tag in ROW_TAGS:
-            try:
-                members, _ = expand_row_wire(value, f"{label} {line_no}")
-            except MalformedChunkRow as exc:
-                if issue is None:
-                    issue = str(exc)
-                continue
-            if issue is not None:
-                continue  # a chunk row never holds a turn/end
-            if members[0]["seq"] != expected:
-                issue = (
-                    f"seq gap at {label} {line_no}: chunk row starts at seq "
-                    f"{members[0]['seq']}, expected {expected}"
-                )
-                continue
-            records.extend(members)
-            expected += len(members)
-            committed = end
-            kept_lines += 1
-            continue
-        if issue is not None:
-            if tag == TURN_END:
-                raise CorruptLog(
-                    f"{issue}; a turn/end follows at {label} {line_no}, so the damage is "
-                    "inside committed history"
-                )
-            continue
-        seq = value.get("seq")
-        seq_type = seq.__class__
-        if (seq_type is int or seq_type is float) and seq == expected:
-            append(value)
-            expected += 1
-            committed = end
-            kept_lines += 1
-            continue
-        issue = f"seq gap at {label} {line_no}: found seq {seq!r}, expected {expected}"
-        if tag == TURN_END:
-            raise CorruptLog(f"{issue}, in a turn/end record (inside committed history)")
-    total_lines = line_no - first_line + 1 + (pos < len(buf))
-    if issue is None and pos < len(buf):
-        issue = f"{label} {line_no + 1} has no final newline (an incomplete write)"
-    return committed, total_lines - kept_lines, issue
-
-
-def _scan_plain(data: bytes) -> RawScan:
+def _scan_plain(data: bytes, scan: RecordScanner = scan_records) -> RawScan | None:
     header_end = data.find(b"\n")
     if header_end == -1:
         raise CorruptLog("empty or header-less log: no complete header line")
     header = parse_header_line(data[:header_end])
-    records: list[dict[str, Any]] = []
-    committed, dropped, reason = scan_records(data, header_end + 1, records, first_line=2)
+    records: list[Any] = []
+    scanned = scan(data, header_end + 1, records, first_line=2)
+    if scanned is None:
+        return None
+    committed, dropped, reason = scanned
     return RawScan(
         header=header,
         records=records,
@@ -418,7 +339,9 @@ def scan_jsonl(data: bytes) -> Scan:
     damage inside committed history (or a stored event whose envelope is
     invalid, since `Scan.events` holds built `Event`s).
     """
-    return scan_result(_scan_plain(as_stored_bytes(data)))
+    raw_scan = _scan_plain(as_stored_bytes(data))
+    assert raw_scan is not None  # the exact scan always answers
+    return scan_result(raw_scan)
 
 
 # -- the load pipeline (persistence.md §5) ------------------------------------------------------
@@ -516,11 +439,43 @@ def _at(index: int, check: Any, *args: Any) -> None:
         raise
 
 
+def load_scanned(
+    scan_with: Callable[[RecordScanner], RawScan | None],
+    *,
+    session_id: str | None,
+    known_types: Collection[str],
+) -> Loaded:
+    """Load a stored log by the typed path, or by the exact pipeline when that one declines.
+
+    `scan_with(scanner)` scans the log's records with the given record scanner.
+    The typed path (`kernel.fastload`) answers only when it is sure to give what
+    the exact one gives; otherwise `plan_load` runs and names the error.
+    """
+    typed = scan_with(scan_events)
+    if typed is not None:
+        planned = plan_events(
+            typed.header, typed.records, session_id=session_id, known_types=known_types
+        )
+        if planned is not None:
+            return _loaded(typed, *planned)
+    exact = scan_with(scan_records)
+    assert exact is not None  # the exact scan always answers
+    return loaded_result(exact, session_id=session_id, known_types=known_types)
+
+
 def loaded_result(
     raw_scan: RawScan, *, session_id: str | None, known_types: Collection[str]
 ) -> Loaded:
     """Run `plan_load` over a raw scan and package the `Loaded` view."""
-    header, events, closers = plan_load(raw_scan, session_id=session_id, known_types=known_types)
+    return _loaded(raw_scan, *plan_load(raw_scan, session_id=session_id, known_types=known_types))
+
+
+def _loaded(
+    raw_scan: RawScan,
+    header: SessionHeader,
+    events: tuple[Event, ...],
+    closers: tuple[Event, ...],
+) -> Loaded:
     torn_frame = None
     if raw_scan.torn_frame_start is not None:
         recovered = events[raw_scan.recovered_from : len(raw_scan.records)]
@@ -552,8 +507,9 @@ def load_jsonl(
     it is not read. Raises `UnsupportedFormat` (foreign version, unknown
     required event type) or `CorruptLog` (everything else).
     """
-    return loaded_result(
-        _scan_plain(as_stored_bytes(data)), session_id=session_id, known_types=known_types
+    stored = as_stored_bytes(data)
+    return load_scanned(
+        lambda scan: _scan_plain(stored, scan), session_id=session_id, known_types=known_types
     )
 
 

@@ -7,10 +7,10 @@ JSONL writer can reproduce it byte for byte (persistence.md §2.4).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
+import msgspec
 
 from kernel.json import FrozenArray, FrozenObject, freeze
 
@@ -122,35 +122,77 @@ class Replace:
 SurfaceOp = Append | Replace
 
 
-def _frozen_data(value: Any) -> Any:
-    t = type(value)
-    if t is FrozenObject or t is FrozenArray or value is None or t is str or t is bool:
-        return value
-    return freeze(value)
+_ALREADY_FROZEN: Final = frozenset({FrozenObject, FrozenArray, str, bool, type(None)})
 
 
-def _seq_tuple(value: Sequence[int] | None) -> tuple[int, ...] | None:
-    return None if value is None else tuple(value)
-
-
-@attrs.frozen(slots=True)
-class Event:
+class Event(msgspec.Struct, frozen=True, gc=False):
     """One immutable log event.
 
     `data` is frozen JSON (plain values given here are admitted and frozen);
     `surface_op` is `APPEND`, a `Replace` or None; `source_event_seqs` is the
     envelope's `sourceEventSeqs` (None when absent). `wire_order` is the
-    envelope member order to write (not part of equality).
+    envelope member order to write (not part of equality, hash or repr).
+
+    A msgspec `Struct`, not an attrs class: a load builds one per event, and
+    this is the cheapest immutable record to build (see
+    docs/rfc/implemented/architecture/2026-12-01-typed-load-path.md). Derive a
+    changed copy with `msgspec.structs.replace(event, seq=...)`. Events are not
+    tracked by the cyclic collector: nothing they hold refers back to them.
+
+    >>> Event("turn/start", 0, 1, {"turn": 1}).data["turn"]
+    1
     """
 
     type: str
     seq: int
     time: int
-    data: Any = attrs.field(default=None, converter=_frozen_data)
+    data: Any = None
     surface_op: Append | Replace | None = None
-    source_event_seqs: tuple[int, ...] | None = attrs.field(default=None, converter=_seq_tuple)
+    source_event_seqs: tuple[int, ...] | None = None
     ignorable: bool = False
-    wire_order: tuple[str, ...] = attrs.field(default=LIVE_ORDER, eq=False, repr=False)
+    wire_order: tuple[str, ...] = LIVE_ORDER
+
+    def __post_init__(self) -> None:
+        if type(self.data) not in _ALREADY_FROZEN:
+            _set_data(self, freeze(self.data))
+        sources = self.source_event_seqs
+        if sources is not None and type(sources) is not tuple:
+            _set_sources(self, tuple(sources))
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.type,
+            self.seq,
+            self.time,
+            self.data,
+            self.surface_op,
+            self.source_event_seqs,
+            self.ignorable,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Event:
+            return NotImplemented
+        return self is other or self._key() == other._key()
+
+    def __ne__(self, other: object) -> bool:
+        if type(other) is not Event:
+            return NotImplemented
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"Event(type={self.type!r}, seq={self.seq!r}, time={self.time!r}, "
+            f"data={self.data!r}, surface_op={self.surface_op!r}, "
+            f"source_event_seqs={self.source_event_seqs!r}, ignorable={self.ignorable!r})"
+        )
+
+
+_set_data = Event.__dict__["data"].__set__
+_set_sources = Event.__dict__["source_event_seqs"].__set__
 
 
 @attrs.frozen(slots=True)

@@ -20,17 +20,18 @@ import zstandard
 from kernel.durable import (
     Loaded,
     RawScan,
+    RecordScanner,
     Scan,
     as_stored_bytes,
     encode_records,
     header_line,
-    loaded_result,
+    load_scanned,
     parse_header_line,
-    scan_records,
     scan_result,
 )
 from kernel.errors import CorruptLog
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
+from kernel.records import scan_records
 
 __all__ = (
     "ZSTD_MAGIC",
@@ -169,8 +170,12 @@ def _torn_plaintext(data: bytes, start: int) -> bytes:
     return plain
 
 
-def scan_frames(data: bytes) -> RawScan:
-    """The raw scan of a `.jsonl.zstd` log (persistence.md §8 reading steps 1-6)."""
+def scan_frames(data: bytes, scan: RecordScanner = scan_records) -> RawScan | None:
+    """The raw scan of a `.jsonl.zstd` log (persistence.md §8 reading steps 1-6).
+
+    `scan` reads the records of the frames' plaintext (see `RecordScanner`); None
+    when it declines.
+    """
     total = len(data)
     frames: list[tuple[int, int]] = []
     torn_start: int | None = None
@@ -191,16 +196,20 @@ def scan_frames(data: bytes) -> RawScan:
         raise CorruptLog("the first Zstandard frame must hold exactly the header line")
     header = parse_header_line(header_text[:-1])
     body = b"".join(plaintexts[1:])
-    records: list[dict[str, Any]] = []
-    _, _, reason = scan_records(body, 0, records, first_line=1, label="record")
+    records: list[Any] = []
+    scanned = scan(body, 0, records, first_line=1, label="record")
+    if scanned is None:
+        return None
+    reason = scanned[2]
     if reason is not None:  # a reason is given for every byte outside the kept records
         raise CorruptLog(f"damage inside complete (checksummed) Zstandard frames: {reason}")
     if torn_start is None:
         return RawScan(header=header, records=records, committed_bytes=total, total_bytes=total)
     recovered_from = len(records)
-    _, dropped, tail_reason = scan_records(
-        partial, 0, records, first_line=1, label="torn-frame record"
-    )
+    scanned = scan(partial, 0, records, first_line=1, label="torn-frame record")
+    if scanned is None:
+        return None
+    _, dropped, tail_reason = scanned
     why = f"Zstandard frame at byte {torn_start} is incomplete"
     if tail_reason is not None:
         why = f"{why}; {tail_reason}"
@@ -223,7 +232,9 @@ def scan_jsonl_zstd(data: bytes) -> Scan:
     `torn_frame` carries the truncation offset and the events recovered from
     the torn frame's readable part (they end `events`).
     """
-    return scan_result(scan_frames(as_stored_bytes(data)))
+    raw_scan = scan_frames(as_stored_bytes(data))
+    assert raw_scan is not None  # the exact scan always answers
+    return scan_result(raw_scan)
 
 
 def load_jsonl_zstd(
@@ -234,8 +245,9 @@ def load_jsonl_zstd(
     known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
 ) -> Loaded:
     """`load_jsonl` for a Zstandard-framed log (recovered torn-frame events included)."""
-    return loaded_result(
-        scan_frames(as_stored_bytes(data)), session_id=session_id, known_types=known_types
+    stored = as_stored_bytes(data)
+    return load_scanned(
+        lambda scan: scan_frames(stored, scan), session_id=session_id, known_types=known_types
     )
 
 

@@ -11,7 +11,7 @@ See docs/rfc/implemented/architecture/2026-11-29-event-model.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Union, overload
 
 from kernel.errors import NotLosslessJson
@@ -24,6 +24,7 @@ __all__ = (
     "admit_json",
     "freeze",
     "view",
+    "lazy_view",
     "thaw",
     "raw",
     "json_equal",
@@ -71,14 +72,33 @@ def _view(value: Any, lossless: bool) -> Any:
 
 
 class _FrozenView:
-    """What both views share: the owned container, memoised child views, a cached hash."""
+    """What both views share: the owned container, memoised child views, a cached hash.
 
-    __slots__ = ("_raw", "_kids", "_lossless", "_hash")
+    A lazy view (`lazy_view`) holds only `_source`, `(load, lossless, *args)`: the
+    first read of any other slot finds it unset, and `__getattr__` fills them all
+    from `load(*args)`. Building one costs an allocation and one store.
+    """
+
+    __slots__ = ("_raw", "_kids", "_lossless", "_hash", "_source")
 
     _raw: Any
     _kids: Any
     _lossless: bool
     _hash: int | None
+    _source: Any
+
+    def __getattr__(self, name: str) -> Any:
+        # Python calls this only when ordinary lookup fails: here, the unset slots of a
+        # lazy view, read for the first time.
+        if name not in _LAZY_SLOTS:
+            raise AttributeError(name)
+        load, lossless, *args = self._source
+        self._raw = load(*args)
+        self._kids = None
+        self._lossless = lossless
+        self._hash = None
+        self._source = None
+        return getattr(self, name)
 
     @classmethod
     def _own(cls, raw_container: Any, lossless: bool) -> Any:
@@ -328,6 +348,29 @@ def _hash_key(value: Any) -> int:
         else:
             results.append(hash(item))
     return results[0]
+
+
+_LAZY_SLOTS = frozenset({"_raw", "_kids", "_lossless", "_hash"})
+_new = object.__new__
+_set_source = _FrozenView.__dict__["_source"].__set__
+
+
+def lazy_view(kind: type[FrozenObject] | type[FrozenArray], source: tuple[Any, ...]) -> Any:
+    """A frozen object or array whose container `load(*args)` builds on first read.
+
+    `source` is `(load, lossless, *args)`. `load` must return a plain `dict` (for
+    `FrozenObject`) or `list` that the kernel owns, and must not fail: the caller
+    has checked its arguments already. Reading the view, comparing, hashing or
+    pickling it builds the container, once; `lossless` says whether it holds
+    admitted lossless JSON (as `view(..., lossless=...)`).
+
+    >>> lazy = lazy_view(FrozenArray, (list, True, "ab"))
+    >>> lazy[1], lazy == ["a", "b"]
+    ('b', True)
+    """
+    result = _new(kind)
+    _set_source(result, source)
+    return result
 
 
 def view(value: Any, *, lossless: bool = False) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import attrs
+import msgspec
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
@@ -535,11 +535,11 @@ def loop_logs(draw: st.DrawFn, complete: bool = False) -> list[Event]:
 
 
 def _renumbered(events: list[Event]) -> list[Event]:
-    return [attrs.evolve(e, seq=i) for i, e in enumerate(events)]
+    return [msgspec.structs.replace(e, seq=i) for i, e in enumerate(events)]
 
 
 def _with_data(event: Event, **changes: Any) -> Event:
-    return attrs.evolve(event, data={**event.data, **changes})
+    return msgspec.structs.replace(event, data={**event.data, **changes})
 
 
 _STEP_SCOPED = ("step/start", "step/end", "assistant/chunk", "assistant/message", "tool/call")
@@ -731,7 +731,9 @@ def random_logs(draw: st.DrawFn) -> list[Event]:
             draw(st.sampled_from([log.user, log.end_seed, log.extension]))()
         if draw(st.sampled_from([False] * 30 + [True])):  # an out-of-order seq
             last = log.events[-1]
-            log.events[-1] = attrs.evolve(last, seq=max(0, last.seq - draw(st.integers(1, 2))))
+            log.events[-1] = msgspec.structs.replace(
+                last, seq=max(0, last.seq - draw(st.integers(1, 2)))
+            )
     return log.events
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
+
 import attrs
+import msgspec
 import pytest
 
 import kernel
@@ -33,14 +36,35 @@ def test_contract_name_is_exported(name: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "fields"), RECORD_FIELDS.items())
-def test_contract_records_are_frozen_attrs_with_their_fields(
-    name: str, fields: tuple[str, ...]
-) -> None:
+def test_contract_records_are_frozen_with_their_fields(name: str, fields: tuple[str, ...]) -> None:
+    # Event is a msgspec Struct (docs/rfc/implemented/architecture/2026-12-01-typed-load-path.md);
+    # the small records are attrs classes.
     cls = getattr(kernel, name)
-    assert attrs.has(cls)
-    names = [f.name for f in attrs.fields(cls)]
+    if name == "Event":
+        assert issubclass(cls, msgspec.Struct) and cls.__struct_config__.frozen
+        names = [f.name for f in msgspec.structs.fields(cls)]
+    else:
+        assert attrs.has(cls)
+        names = [f.name for f in attrs.fields(cls)]
     assert names[: len(fields)] == list(fields)
     assert cls.__setattr__ is not object.__setattr__, f"{name} must be frozen"
+
+
+def test_event_keeps_its_value_contract() -> None:
+    # Equality, hashing, pickling and immutability as the attrs Event had them: the wire
+    # order is not part of equality, plain data is frozen, citations become a tuple.
+    event = kernel.Event("turn/start", 0, 5, {"turn": 1}, source_event_seqs=[1])
+    twin = kernel.Event("turn/start", 0, 5, kernel.freeze({"turn": 1}), None, (1,), False, ("x",))
+    assert event == twin and hash(event) == hash(twin) and event.source_event_seqs == (1,)
+    assert type(event.data) is kernel.FrozenObject
+    assert pickle.loads(pickle.dumps(event)) == event
+    assert event != msgspec.structs.replace(event, time=6)
+    assert msgspec.structs.replace(event, data={"turn": 2}).data == {"turn": 2}
+    with pytest.raises(AttributeError):
+        event.seq = 1  # type: ignore[misc]
+    with pytest.raises(kernel.NotLosslessJson):
+        kernel.Event("x", 0, 0, {"bad": float("nan")})
+    assert "wire_order" not in repr(event)
 
 
 def test_every_error_is_a_value_error() -> None:

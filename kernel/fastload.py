@@ -1,0 +1,352 @@
+"""The typed load path: stored lines to admitted events at about the cost of decoding them.
+
+Each line is decoded once against the typed envelopes of `kernel.envelopes`,
+which check the per-event rules in C; events keep their payload undecoded
+(`kernel.json.lazy_view`) and chunk-row members are built on first read. Only
+the rules that need the log's state run here in Python: seq contiguity and the
+torn tail, the surface plan (R7-R9) and the closers.
+
+The one thing to know before changing it: this path may only *accept*. Whenever
+it meets a line the schema does not cover, or any rule fails, it answers None
+and the caller runs the exact pipeline (`kernel.durable.plan_load`), which
+decides and names the error. A torn tail is handled here, since it is no error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from itertools import accumulate
+from typing import Any, Final
+
+import msgspec
+
+from kernel.admission import admit_wire_event
+from kernel.chunks import ROW_TAGS, expand_row_wire
+from kernel.codec import event_to_wire, header_from_json, parse_source_seqs
+from kernel.envelopes import (
+    DECODE_ERRORS,
+    ChunkRow,
+    Envelope,
+    OtherEnvelope,
+    ToolCallRow,
+    cross_checks_pass,
+    decode_line,
+    decode_other,
+)
+from kernel.errors import KernelError, MalformedChunkRow
+from kernel.events import (
+    APPEND,
+    ASSISTANT_CHUNK,
+    SURFACE_TYPES,
+    TURN_END,
+    TURN_START,
+    Event,
+    Replace,
+    SessionHeader,
+)
+from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
+from kernel.jsontext import encode_json_bytes, parse_json
+from kernel.records import close_scan, row_gap, seq_gap
+from kernel.repair import interrupted_turn_closers
+from kernel.surface import PRESENT_NULL, SurfaceState
+
+__all__ = ("TypedScan", "scan_events", "plan_events")
+
+_MEMBER_ORDER: Final = ("type", "seq", "time", "data")
+_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {_MEMBER_ORDER: _MEMBER_ORDER}
+_KEYS_DECODER: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_HEADS: dict[str, bytes] = {}
+_TEXT_KIND: Final = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta"}
+_OPEN_OBJECT, _OPEN_ARRAY = ord("{"), ord("[")
+
+TypedScan = tuple[int, int, "str | None"]
+"""`(committed, dropped, reason)`, as `kernel.durable.scan_records` returns them."""
+
+
+# -- lazy payloads ------------------------------------------------------------------------------
+
+
+def _line_data(line: bytes) -> Any:
+    """The payload of a stored event line, exactly as the exact pipeline reads it."""
+    return parse_json(line)["data"]
+
+
+def _text_member(row: ChunkRow, k: int) -> dict[str, Any]:
+    data = row.data
+    chunk = {"type": _TEXT_KIND[_tag(row)], "index": data.index}
+    chunk["text"] = data.texts[k]
+    return {"turn": data.turn, "step": data.step, "chunk": chunk}
+
+
+def _tool_member(row: ToolCallRow, k: int) -> dict[str, Any]:
+    data = row.data
+    chunk: dict[str, Any] = {"type": "tool-call-delta", "index": data.index, "id": data.id}
+    if data.name is not msgspec.UNSET:
+        chunk["name"] = data.name
+    chunk["argumentsDelta"] = data.args[k]
+    return {"turn": data.turn, "step": data.step, "chunk": chunk}
+
+
+def _tag(wire: Any) -> str:
+    """The `type` a typed decode matched (the tag of its struct class)."""
+    tag: str = type(wire).__struct_config__.tag
+    return tag
+
+
+def _safe_positive(value: Any) -> bool:
+    return type(value) is int and 0 < value <= MAX_SAFE_INTEGER
+
+
+def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
+    """The events of a chunk row (events.md §7.4), or None when a rule might refuse it.
+
+    The row must also admit: turn and step positive safe integers (R12), the index a
+    safe integer (so its value reads the same in every reader).
+    """
+    data = row.data
+    texts = data.texts if type(data).__name__ == "_TextRowData" else data.args  # type: ignore[union-attr]
+    n = len(texts)
+    seq0, dt = row.seq0, data.dt
+    if (
+        len(dt) != n - 1
+        or seq0 + n - 1 > MAX_SAFE_INTEGER
+        or not (_safe_positive(data.turn) and _safe_positive(data.step))
+        or type(data.index) is not int
+        or not -MAX_SAFE_INTEGER <= data.index <= MAX_SAFE_INTEGER
+    ):
+        return None
+    times = list(accumulate(dt, initial=row.time0))
+    if n > 1 and not (min(times) >= -MAX_SAFE_INTEGER and max(times) <= MAX_SAFE_INTEGER):
+        return None
+    load = _tool_member if isinstance(row, ToolCallRow) else _text_member
+    order = _MEMBER_ORDER
+    # Member payloads are built on first read; the values checked above are lossless.
+    return [
+        Event(
+            ASSISTANT_CHUNK,
+            seq0 + k,
+            times[k],
+            lazy_view(FrozenObject, (load, True, row, k)),
+            None,
+            None,
+            False,
+            order,
+        )
+        for k in range(n)
+    ]
+
+
+# -- one event line ---------------------------------------------------------------------------
+
+
+def _head(event_type: str) -> bytes:
+    head = _HEADS.get(event_type)
+    if head is None:
+        head = _HEADS[event_type] = b'{"type":' + encode_json_bytes(event_type) + b',"seq":'
+    return head
+
+
+def _wire_order(line: bytes, event_type: str, wire: Envelope, plain: bool) -> tuple[str, ...]:
+    """The envelope member order of a line: read off its prefix when that is the usual one."""
+    head = _head(event_type)
+    if (
+        plain
+        and line.startswith(head)
+        and line.startswith(b'%d,"time":%d,"data":' % (wire.seq, wire.time), len(head))
+    ):
+        return _MEMBER_ORDER
+    order = tuple(_KEYS_DECODER.decode(line))
+    return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
+
+
+def _line_event(line: bytes, event_type: str, wire: Envelope) -> Event:
+    """The event of a line whose typed decode succeeded (data left undecoded)."""
+    payload = wire.data  # type: ignore[attr-defined]
+    if type(payload) is msgspec.Raw:  # a type whose payload no rule constrains
+        first = memoryview(payload)[0]
+        if first == _OPEN_OBJECT:
+            data = lazy_view(FrozenObject, (_line_data, False, line))
+        elif first == _OPEN_ARRAY:
+            data = lazy_view(FrozenArray, (_line_data, False, line))
+        else:
+            data = view(_line_data(line))
+    else:
+        data = lazy_view(FrozenObject, (_line_data, False, line))
+    ignorable = wire.ignorable is True
+    if event_type in SURFACE_TYPES:
+        op_wire = wire.surfaceOp  # type: ignore[attr-defined]
+        op = APPEND if op_wire == "append" else Replace(op_wire.start, op_wire.end)
+        cited = wire.sourceEventSeqs  # type: ignore[attr-defined]
+        sources = None if cited is msgspec.UNSET else tuple(cited)
+        order = _wire_order(line, event_type, wire, False)
+        return Event(event_type, wire.seq, wire.time, data, op, sources, ignorable, order)
+    order = _wire_order(line, event_type, wire, not ignorable)
+    return Event(event_type, wire.seq, wire.time, data, None, None, ignorable, order)
+
+
+# -- the scan -----------------------------------------------------------------------------------
+
+
+def _admitted_one_by_one(wires: list[dict[str, Any]], index: int) -> list[Event] | None:
+    """Events for wire dicts the typed schema refused, by the exact per-event rules (R2-R6,
+    R10-R12); None when a rule fails or a citation is null, so the exact path decides."""
+    out = []
+    for wire in wires:
+        try:
+            plain, event_type, seq, time, ignorable, op, sources = admit_wire_event(
+                wire, index, lossless_check=False, where="stored event"
+            )
+            if sources is PRESENT_NULL:
+                return None
+            cited = None if sources is None else parse_source_seqs(sources, "stored event")
+        except KernelError:
+            return None
+        order = tuple(plain)
+        data = view(plain["data"])
+        out.append(Event(event_type, seq, time, data, op, cited, ignorable, order))
+        index += 1
+    return out
+
+
+def scan_events(
+    buf: bytes, start: int, events: list[Event], *, first_line: int, label: str = "line"
+) -> TypedScan | None:
+    """`kernel.records.scan_records` that builds admitted events, each line decoded once.
+
+    Extends `events` with the durable prefix and returns what `scan_records`
+    would. A line the typed schema refuses is read as the exact scan reads it
+    and admitted by the exact per-event rules. Returns None when a kept event
+    breaks one of those rules (the exact pipeline must then name the error);
+    raises `CorruptLog` as `scan_records` does.
+    """
+    find = buf.find
+    expected = len(events)
+    committed = start
+    issue: str | None = None
+    pos = start
+    line_no = first_line - 1
+    kept_lines = 0
+    tags: dict[type, str] = {}  # struct class -> its tag, looked up once per class
+    while True:
+        nl = find(b"\n", pos)
+        if nl == -1:
+            break
+        line = buf[pos:nl]
+        end = nl + 1
+        pos = end
+        line_no += 1
+        try:
+            wire: Any = decode_line(line)
+        except DECODE_ERRORS:
+            wire = decode_other(line)
+        if wire is None:  # as the exact scan reads it
+            try:
+                value = parse_json(line)
+            except ValueError as exc:
+                issue = f"unparsable record at {label} {line_no}: {exc}"
+                break
+            if type(value) is not dict:
+                issue = f"record at {label} {line_no} is not a JSON object"
+                break
+            tag = value.get("type")
+            if tag.__class__ is str and tag in ROW_TAGS:
+                try:
+                    wires, _ = expand_row_wire(value, f"{label} {line_no}")
+                except MalformedChunkRow as exc:
+                    issue = str(exc)
+                    break
+                if wires[0]["seq"] != expected:
+                    issue = row_gap(label, line_no, wires[0]["seq"], expected)
+                    break
+            else:
+                seq = value.get("seq")
+                if not (seq.__class__ in (int, float) and seq == expected):
+                    issue = seq_gap(label, line_no, seq, expected, tag)
+                    break
+                wires = [value]
+            admitted = _admitted_one_by_one(wires, expected)
+            if admitted is None:
+                return None
+            events.extend(admitted)
+            expected += len(admitted)
+        elif isinstance(wire, (ChunkRow, ToolCallRow)):
+            members = _row_members(wire)
+            if members is None:
+                return None
+            if wire.seq0 != expected:
+                issue = row_gap(label, line_no, wire.seq0, expected)
+                break
+            events.extend(members)
+            expected += len(members)
+        else:
+            cls = type(wire)
+            if cls is OtherEnvelope:
+                event_type = wire.type
+            else:
+                event_type = tags.get(cls)
+                if event_type is None:
+                    event_type = tags[cls] = _tag(wire)
+            if wire.seq != expected:
+                issue = seq_gap(label, line_no, wire.seq, expected, event_type)
+                break
+            if not cross_checks_pass(event_type, wire):
+                return None
+            events.append(_line_event(line, event_type, wire))
+            expected += 1
+        committed = end
+        kept_lines += 1
+    return close_scan(buf, pos, line_no, committed, kept_lines, issue, first_line, label)
+
+
+# -- the plan -----------------------------------------------------------------------------------
+
+
+def _closers(events: list[Event]) -> tuple[Event, ...]:
+    """`interrupted_turn_closers` read from the last turn boundary on (the scan resets there),
+    so only the open turn's payloads are decoded."""
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].type in (TURN_START, TURN_END):
+            return interrupted_turn_closers(events[index:])
+    return interrupted_turn_closers(events)
+
+
+def plan_events(
+    header: dict[str, Any],
+    events: list[Event],
+    *,
+    session_id: str | None,
+    known_types: Collection[str],
+) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
+    """`plan_load` over a typed scan: `(header, prefix + closers, closers)`, or None.
+
+    None whenever the exact pipeline might answer differently: an identity
+    mismatch, a type outside `known_types`, a closer or header or surface rule
+    that fails. The events were admitted shape by shape by their typed decode.
+    """
+    if session_id is not None and header["id"] != session_id:
+        return None
+    if any(e.type not in known_types and not e.ignorable for e in events):
+        return None  # the unknown-type rule refuses the log
+    try:
+        closers = _closers(events)
+        admitted = header_from_json(view(dict(header)), session_id=session_id)
+        for index, closer in enumerate(closers, len(events)):
+            admit_wire_event(event_to_wire(closer), index, lossless_check=False, where="closer")
+        everything = events + list(closers)
+        lookup = everything.__getitem__
+        surface = SurfaceState()
+        for event in everything:
+            if event.surface_op is not None:
+                surface = surface.plan(
+                    event.type,
+                    event.seq,
+                    event.surface_op,
+                    event.source_event_seqs,
+                    event.data,
+                    lookup,
+                    "stored event",
+                )
+    except KernelError:
+        return None
+    result = tuple(everything)
+    return admitted, result, closers

@@ -1,0 +1,188 @@
+"""The typed load path gives exactly what the exact pipeline gives, or leaves the answer to it.
+
+`load_jsonl` and `load_jsonl_zstd` try `kernel.fastload` first. Whatever bytes they
+are given, the result must be the one the exact pipeline (`plan_load` over
+`scan_records`) produces: the same events (payloads, wire member order), closers
+and torn-tail fields, or the same error class and message. These tests compare the
+two on clean, damaged, respelled and rule-breaking logs, and check that the typed
+path really answers for the logs a writer produces (else the comparison would be
+vacuous).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+from kernel.codec import event_to_wire
+from kernel.durable import _scan_plain, load_jsonl, loaded_result, write_jsonl
+from kernel.events import DEFAULT_KNOWN_TYPES, Event
+from kernel.fastload import plan_events, scan_events
+from kernel.frames import load_jsonl_zstd, scan_frames, write_jsonl_zstd
+from kernel.json import thaw
+from kernel.jsontext import encode_json_bytes
+from properties import strategies as gen
+from properties.laws._common import as_events
+
+HEADER = {"version": 0, "id": "sess-1", "createdAt": 1, "delegationDepth": 0}
+
+
+def _outcome(load: Callable[[], Any]) -> tuple[Any, ...]:
+    try:
+        loaded = load()
+    except Exception as exc:  # the class and words must match too
+        return ("error", type(exc).__name__, str(exc))
+    events = [
+        (repr(thaw(event_to_wire(e))), repr(thaw(e.data)), e.wire_order) for e in loaded.events
+    ]
+    closers = [e.seq for e in loaded.closers]
+    tail = (loaded.committed_bytes, loaded.total_bytes, loaded.torn, loaded.dropped_records)
+    frame = loaded.torn_frame
+    torn_frame = None if frame is None else (frame.truncate_to, [e.seq for e in frame.recovered])
+    return ("ok", events, closers, tail, loaded.torn_reason, torn_frame, loaded.header)
+
+
+def _exact_plain(data: bytes) -> Any:
+    scan = _scan_plain(data)
+    assert scan is not None
+    return loaded_result(scan, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
+
+
+def _exact_zstd(data: bytes) -> Any:
+    scan = scan_frames(data)
+    assert scan is not None
+    return loaded_result(scan, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
+
+
+def _typed_answers(data: bytes) -> bool:
+    scan = _scan_plain(data, scan_events)
+    if scan is None:
+        return False
+    planned = plan_events(
+        scan.header, scan.records, session_id=None, known_types=DEFAULT_KNOWN_TYPES
+    )
+    return planned is not None
+
+
+def _same_plain(data: bytes) -> None:
+    typed, exact = _outcome(lambda: load_jsonl(data, now=0)), _outcome(lambda: _exact_plain(data))
+    if typed != exact:
+        note(data.decode("utf-8", "replace"))
+    assert typed == exact
+
+
+def _lines(wires: list[dict[str, Any]]) -> bytes:
+    head = write_jsonl(HEADER, ())
+    return head + b"".join(encode_json_bytes(w) + b"\n" for w in wires)
+
+
+# -- logs as a writer produces them ---------------------------------------------------------------
+
+
+@given(gen.loop_logs(rich=True, max_actions=5), st.booleans())
+def test_written_logs_load_by_the_typed_path_with_the_exact_result(log: Any, pack: bool) -> None:
+    data = write_jsonl(HEADER, as_events(log), pack_chunks=pack)
+    assert _typed_answers(data), "the typed path declined a log the writer produced"
+    _same_plain(data)
+
+
+@given(gen.loop_logs(rich=True, max_actions=4), st.integers(0, 10**6), st.integers(0, 10**6))
+def test_zstd_logs_and_torn_frames_agree(log: Any, split: int, cut: int) -> None:
+    events = as_events(log)
+    k = split % (len(events) + 1)
+    data = write_jsonl_zstd(HEADER, events[:k])
+    from kernel.durable import encode_records
+    from kernel.frames import encode_zstd_frame
+
+    rest = encode_records(events[k:])
+    if rest:
+        data += encode_zstd_frame(rest)
+    data = data[: len(data) - cut % 40] if cut % 3 == 0 else data
+    typed = _outcome(lambda: load_jsonl_zstd(data, now=0))
+    assert typed == _outcome(lambda: _exact_zstd(data))
+
+
+@given(gen.crash_prefixes(rich=True, max_actions=4), st.integers(0, 10**6))
+def test_byte_cuts_are_torn_tails_on_the_typed_path(case: tuple[Any, int], cut: int) -> None:
+    log, _ = case
+    data = write_jsonl(HEADER, as_events(log))
+    head_end = data.index(b"\n") + 1
+    cut_at = head_end + cut % (len(data) - head_end + 1)
+    _same_plain(data[:cut_at])
+
+
+@given(gen.interleavings())
+def test_noise_and_extension_events_agree(case: Any) -> None:
+    _same_plain(_lines(list(case.mixed)))
+
+
+# -- logs that break a rule, or are spelled unusually ---------------------------------------------
+
+
+@given(gen.mutation_cases())
+def test_a_stored_rule_violation_gets_the_exact_error(case: Any) -> None:
+    # The candidate breaks one admission rule; stored, it must fail (or tear) exactly as the
+    # exact pipeline says, never be accepted by the typed path.
+    _same_plain(_lines([*case.prefix, case.mutation.event]))
+    if case.valid_next is not None:
+        _same_plain(_lines([*case.prefix, case.valid_next]))
+
+
+_RESPELLINGS: dict[str, Callable[[bytes], bytes]] = {
+    "float seq": lambda line: line.replace(b',"time":', b'.0,"time":', 1),
+    "spaces": lambda line: line.replace(b'":', b'": ').replace(b",", b", "),
+    "escaped slash": lambda line: line.replace(b"/", b"\\/", 1),
+    "keys reordered": lambda line: encode_json_bytes(dict(reversed(json.loads(line).items()))),
+    "duplicate data": lambda line: line[:-1] + b',"data":{"turn":9}}',
+    "duplicate seq": lambda line: line[:-1] + b',"seq":0}',
+    "trailing space": lambda line: line + b"  \r",
+    "deep extra": lambda line: line[:-1] + b',"x":' + b"[" * 1100 + b"]" * 1100 + b"}",
+    "lone surrogate": lambda line: line.replace(b'"type":"', b'"type":"\\ud800', 1),
+    "big number": lambda line: line.replace(b'"seq":', b'"seq":1' + b"0" * 30 + b"+", 1),
+    "unknown type": lambda line: line.replace(b'"type":"', b'"type":"x-', 1),
+    "ignorable": lambda line: line[:-1] + b',"ignorable":true}',
+    "null data": lambda line: line.replace(b'"data":', b'"data":null,"_":', 1),
+    "not an object": lambda line: b"[" + line + b"]",
+    "nothing": lambda line: line,
+}
+
+
+@pytest.mark.parametrize("respelling", sorted(_RESPELLINGS))
+@given(log=gen.loop_logs(rich=True, max_actions=3), pick=st.integers(0, 10**6))
+def test_unusual_spellings_agree(respelling: str, log: Any, pick: int) -> None:
+    data = write_jsonl(HEADER, as_events(log))
+    lines = data.split(b"\n")
+    if len(lines) < 3:
+        return
+    k = 1 + pick % (len(lines) - 2)
+    lines[k] = _RESPELLINGS[respelling](lines[k])
+    _same_plain(b"\n".join(lines))
+
+
+@given(gen.loop_logs(max_actions=3), st.integers(0, 10**6), st.integers(0, 7))
+def test_flipped_bits_agree(log: Any, at: int, bit: int) -> None:
+    data = bytearray(write_jsonl(HEADER, as_events(log)))
+    head_end = data.index(b"\n") + 1
+    if head_end == len(data):
+        return
+    data[head_end + at % (len(data) - head_end)] ^= 1 << bit
+    _same_plain(bytes(data))
+
+
+def test_a_custom_vocabulary_and_an_identity_mismatch_leave_the_answer_to_the_exact_path() -> None:
+    wires = [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"type": "session/title", "seq": 1, "time": 2, "data": {"title": "t"}},
+    ]
+    data = _lines(wires)
+    with pytest.raises(Exception) as typed:
+        load_jsonl(data, now=0, known_types={"turn/start", "turn/end"})
+    assert type(typed.value).__name__ == "UnknownEventType"
+    with pytest.raises(Exception) as wrong:
+        load_jsonl(data, now=0, session_id="other")
+    assert type(wrong.value).__name__ == "CorruptLog"
