@@ -11,7 +11,7 @@ See docs/rfc/implemented/architecture/2026-11-29-event-model.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union, overload
 
 from kernel.errors import NotLosslessJson

@@ -20,10 +20,10 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from kernel.codec import event_to_wire
-from kernel.durable import _scan_plain, load_jsonl, loaded_result, write_jsonl
-from kernel.events import DEFAULT_KNOWN_TYPES, Event
+from kernel.durable import _scan_plain, encode_records, load_jsonl, loaded_result, write_jsonl
+from kernel.events import DEFAULT_KNOWN_TYPES
 from kernel.fastload import plan_events, scan_events
-from kernel.frames import load_jsonl_zstd, scan_frames, write_jsonl_zstd
+from kernel.frames import encode_zstd_frame, load_jsonl_zstd, scan_frames, write_jsonl_zstd
 from kernel.json import thaw
 from kernel.jsontext import encode_json_bytes
 from properties import strategies as gen
@@ -96,9 +96,6 @@ def test_zstd_logs_and_torn_frames_agree(log: Any, split: int, cut: int) -> None
     events = as_events(log)
     k = split % (len(events) + 1)
     data = write_jsonl_zstd(HEADER, events[:k])
-    from kernel.durable import encode_records
-    from kernel.frames import encode_zstd_frame
-
     rest = encode_records(events[k:])
     if rest:
         data += encode_zstd_frame(rest)
