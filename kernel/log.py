@@ -34,7 +34,7 @@ from kernel.events import (
 )
 from kernel.header import step_request_header
 from kernel.json import FrozenArray, FrozenObject, admit_json, safe_int, view
-from kernel.messages import step_messages
+from kernel.messages import MessageHistory, step_messages
 from kernel.surface import SurfaceState, check_surface_marker
 
 __all__ = ("SessionLog",)
@@ -105,13 +105,18 @@ class SessionLog:
 
     events: PVector[Event] = attrs.field(factory=pvector)
     surface: SurfaceState = attrs.field(factory=SurfaceState)
-    messages: PVector[Any] = attrs.field(factory=pvector)
+    history: MessageHistory = attrs.field(factory=MessageHistory)
     request_header: Any = None
     header: SessionHeader | None = None
     first_live_seq: int = 0
 
     def __len__(self) -> int:
         return len(self.events)
+
+    @property
+    def messages(self) -> PVector[Any]:
+        """The derived message history (folds.md §2.2), kept incrementally."""
+        return self.history.dense()
 
     @property
     def next_seq(self) -> int:
@@ -163,7 +168,7 @@ class SessionLog:
     ) -> SessionLog:
         admitted: list[Event] = []
         surface = SurfaceState()
-        messages: PVector[Any] = pvector()
+        messages = MessageHistory()
         request_header: Any = None
         lookup = admitted.__getitem__
         for index, item in enumerate(events):
@@ -212,7 +217,7 @@ class SessionLog:
         return cls(
             events=pvector(admitted),
             surface=surface,
-            messages=messages,
+            history=messages,
             request_header=request_header,
             header=header,
             first_live_seq=len(admitted),
@@ -281,7 +286,7 @@ class SessionLog:
         return SessionLog(
             events=events,
             surface=after,
-            messages=step_messages(self.messages, self.surface, after, event, events.__getitem__),
+            history=step_messages(self.history, self.surface, after, event, events.__getitem__),
             request_header=step_request_header(self.request_header, event),
             header=self.header,
             first_live_seq=self.first_live_seq,

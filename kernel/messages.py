@@ -1,7 +1,9 @@
 """Message projection and the derived history (folds.md §2).
 
 A derived message is the frozen object held inside its event, never a copy:
-`project_message(e) is project_message(e)`.
+`project_message(e) is project_message(e)`. The history `SessionLog` keeps
+(`MessageHistory`) is stored by surface slot (kernel/surface.py), so a replace
+rewrites the slots it shadowed and nothing else.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import attrs
 from pyrsistent import PVector, pvector
 
 from kernel.errors import MessageShapeError
@@ -16,7 +19,7 @@ from kernel.events import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE, Event
 from kernel.json import raw
 from kernel.surface import SurfaceState, fold_surface
 
-__all__ = ("project_message", "derive_messages", "step_messages")
+__all__ = ("project_message", "derive_messages", "step_messages", "MessageHistory")
 
 
 def project_message(event: Event) -> Any:
@@ -43,28 +46,68 @@ def project_message(event: Event) -> Any:
     return event.data["message"]
 
 
-def _project_nodes(nodes: Iterable[int], lookup: Callable[[int], Event]) -> PVector[Any]:
-    return pvector(m for seq in nodes if (m := project_message(lookup(seq))) is not None)
+@attrs.frozen
+class MessageHistory:
+    """The derived history as `SessionLog` keeps it: by surface slot (`SurfaceState`).
+
+    `slots[x]` is the message of the node in surface slot x, or None when the
+    slot is empty or its node projects to nothing (an empty assistant message).
+    An append adds a slot, a replace rewrites only the slots it shadowed; the
+    dense vector (`SessionLog.messages`) is built on first use after a replace,
+    then extended by appends.
+    """
+
+    slots: PVector[Any] = attrs.field(factory=pvector)
+    # the dense vector, once built
+    _dense: PVector[Any] | None = attrs.field(default=None, eq=False, repr=False, alias="_dense")
+
+    def dense(self) -> PVector[Any]:
+        """The messages in surface order, as a persistent vector (built once, then shared)."""
+        dense = self._dense
+        if dense is None:
+            dense = pvector([m for m in self.slots if m is not None])
+            object.__setattr__(self, "_dense", dense)
+        return dense
+
+    def appended(self, message: Any) -> MessageHistory:
+        """The history after an appended surface node whose projection is `message`."""
+        dense = self._dense
+        if message is not None and dense is not None:
+            dense = dense.append(message)
+        return MessageHistory(self.slots.append(message), dense)
+
+    def replaced(self, slots: Sequence[int], message: Any) -> MessageHistory:
+        """The history after a replace that shadowed `slots` and put `message` in the first."""
+        rewritten = self.slots.evolver()
+        for x in slots[1:]:
+            rewritten[x] = None
+        rewritten[slots[0]] = message
+        return MessageHistory(rewritten.persistent())
 
 
 def step_messages(
-    messages: PVector[Any],
+    messages: MessageHistory,
     before: SurfaceState,
     after: SurfaceState,
     event: Event,
     lookup: Callable[[int], Event],
-) -> PVector[Any]:
-    """The derived history after one more event: extend on append, rebuild on replace."""
+) -> MessageHistory:
+    """The derived history after one more event, given the surface before and after it.
+
+    An append adds the event's projection; a replace rewrites the slots it
+    shadowed. `lookup` is not read (the history holds what it needs).
+    """
     if after is before:
         return messages
     if after.replace_generation == before.replace_generation:
-        message = project_message(event)
-        return messages if message is None else messages.append(message)
-    return _project_nodes(after.nodes, lookup)
+        return messages.appended(project_message(event))
+    shadowed = after.replacements[-1].shadowed_seqs
+    return messages.replaced([before.slot_of[s] for s in shadowed], project_message(event))
 
 
 def derive_messages(events: Iterable[Event]) -> tuple[Any, ...]:
     """The message history a model request carries: projected surface nodes, in order."""
     log: Sequence[Event] = events if isinstance(events, Sequence) else list(events)
-    nodes = fold_surface(log).nodes
-    return tuple(_project_nodes(nodes, log.__getitem__))
+    return tuple(
+        [m for seq in fold_surface(log).nodes if (m := project_message(log[seq])) is not None]
+    )

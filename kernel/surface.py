@@ -4,7 +4,9 @@ One state type, `SurfaceState`; the complete fold is its step folded over a log,
 and `SessionLog` keeps the same state incrementally. A step returns a new state
 or raises; since states are persistent values, a rejected event changes nothing
 (R13). Checks run in admission.md §3 order: R5, R6, then R7 (append) or
-R8, R7, R9 (replace).
+R8, R7, R9 (replace). Nodes live in slots that never move, so a replace costs
+what it shadows, not the surface length (`SurfaceState`; the design record is
+docs/rfc/implemented/architecture/2026-12-01-linear-surface-and-history.md).
 """
 
 from __future__ import annotations
@@ -176,14 +178,59 @@ def _check_rewrite(
 
 @attrs.frozen
 class SurfaceState:
-    """What the surface fold knows after a prefix: nodes, replace generation, replacements."""
+    """What the surface fold knows after a prefix: nodes, replace generation, replacements.
 
-    nodes: PVector[int] = attrs.field(factory=pvector)
+    Nodes are kept by *slot*, not by position, so a replace moves nothing: an
+    appended node takes a new slot at the end; a replace puts its seq in its
+    start node's slot and empties the slots of the other nodes it shadows. Slot
+    order is surface order, and `nodes` are the seqs in non-empty slots.
+
+    An emptied slot holds `~s`, s being the slot of the next current node when it
+    was emptied; a replace always rewrites the slot just after its start that way,
+    so one step from a current node (past at most one emptied slot) reaches the
+    next current node, and a range is walked in O(its length). `slot_of[seq]` is
+    the slot a seq took (-1: none), so R8 finds an endpoint in O(log n). A step
+    costs O(shadowed + log n).
+    """
+
+    slots: PVector[int] = attrs.field(factory=pvector)
+    slot_of: PVector[int] = attrs.field(factory=pvector)
     replacements: PVector[Replacement] = attrs.field(factory=pvector)
+    # `nodes`, once built: extended by appends, dropped by a replace (rebuilt on use).
+    _nodes: PVector[int] | None = attrs.field(default=None, eq=False, repr=False, alias="_nodes")
+
+    @property
+    def nodes(self) -> PVector[int]:
+        """The current surface in model-visible order: the seqs in non-empty slots."""
+        nodes = self._nodes
+        if nodes is None:
+            nodes = pvector([seq for seq in self.slots if seq >= 0])
+            object.__setattr__(self, "_nodes", nodes)
+        return nodes
 
     @property
     def replace_generation(self) -> int:
         return len(self.replacements)
+
+    def slot(self, seq: int) -> int | None:
+        """The slot of `seq` if it is currently on the surface, else None."""
+        if isinstance(seq, int) and 0 <= seq < len(self.slot_of):
+            slot = self.slot_of[seq]
+            if slot >= 0 and self.slots[slot] == seq:
+                return slot
+        return None
+
+    def _walk(self, i: int, j: int) -> tuple[list[int], tuple[int, ...]]:
+        """The non-empty slots from `i` to `j` (both current, `i <= j`), and their seqs."""
+        slots = self.slots
+        walked = [i]
+        x = i
+        while x != j:
+            x += 1
+            if slots[x] < 0:
+                x = ~slots[x]
+            walked.append(x)
+        return walked, tuple([slots[x] for x in walked])
 
     def plan(
         self,
@@ -203,33 +250,50 @@ class SurfaceState:
         """
         if op is None:
             return self
+        slots = self.slots
         if op is APPEND:
             _citations(event_type, seq, sources, (), where)
-            return SurfaceState(self.nodes.append(seq), self.replacements)
-        nodes = self.nodes
-        try:
-            i = nodes.index(op.start)
-        except ValueError:
+            nodes = self._nodes
+            return SurfaceState(
+                slots.append(seq),
+                _indexed(self.slot_of, seq, len(slots)),
+                self.replacements,
+                None if nodes is None else nodes.append(seq),
+            )
+        i = self.slot(op.start)
+        if i is None:
             raise ReplaceRangeError(
                 f"{where}: replace start seq {op.start} not found in surface (R8)", seq=seq
-            ) from None
-        try:
-            j = nodes.index(op.end)
-        except ValueError:
+            )
+        j = self.slot(op.end)
+        if j is None:
             raise ReplaceRangeError(
                 f"{where}: replace end seq {op.end} not found in surface (R8)", seq=seq
-            ) from None
+            )
         if i > j:
             raise ReplaceRangeError(
                 f"{where}: replace start {op.start} is after end {op.end} on the surface (R8)",
                 seq=seq,
             )
-        shadowed = tuple(nodes[i : j + 1])
+        walked, shadowed = self._walk(i, j)
         _citations(event_type, seq, sources, shadowed, where)
         if event_type == TOOL_RESULT:
             _check_rewrite(seq, data, shadowed, lookup, where)
+        if i == j:
+            slots = slots.set(i, seq)
+        else:
+            after = j + 1
+            if after < len(slots) and slots[after] < 0:
+                after = ~slots[after]
+            emptied = slots.evolver()
+            emptied[i] = seq
+            emptied[i + 1] = ~after  # even when it was emptied before, by a replace from i
+            for x in walked[1:]:
+                emptied[x] = ~after
+            slots = emptied.persistent()
         return SurfaceState(
-            nodes[:i] + pvector([seq]) + nodes[j + 1 :],
+            slots,
+            _indexed(self.slot_of, seq, i),
             self.replacements.append(Replacement(seq, op.start, op.end, shadowed)),
         )
 
@@ -251,6 +315,14 @@ class SurfaceState:
 
     def to_fold(self) -> SurfaceFold:
         return SurfaceFold(tuple(self.nodes), tuple(self.replacements))
+
+
+def _indexed(slot_of: PVector[int], seq: int, slot: int) -> PVector[int]:
+    """`slot_of` with `seq` at `slot`; seqs that never took a slot read -1."""
+    gap = seq - len(slot_of)
+    if gap < 0:
+        return slot_of.set(seq, slot)
+    return (slot_of.extend([-1] * gap) if gap else slot_of).append(slot)
 
 
 def fold_surface(events: Iterable[Event], base: int = 0) -> SurfaceFold:
@@ -275,5 +347,11 @@ def fold_surface(events: Iterable[Event], base: int = 0) -> SurfaceFold:
                 index=index,
                 seq=event.seq,
             )
+        if (
+            event.surface_op is None
+            and event.source_event_seqs is None
+            and event.type not in SURFACE_TYPES
+        ):
+            continue  # invisible to the surface (R5 has nothing to check)
         state = state.step(event, lookup)
     return state.to_fold()
