@@ -18,7 +18,7 @@ from kernel.errors import (
     SessionHeaderError,
     SurfaceMarkerError,
 )
-from kernel.events import APPEND, LIVE_ORDER, Event, Replace, SessionHeader
+from kernel.events import APPEND, LIVE_ORDER, Event, Replace, SessionHeader, wire_order_of
 from kernel.json import (
     MAX_SAFE_INTEGER,
     FrozenArray,
@@ -170,8 +170,7 @@ def event_to_wire(event: Event) -> dict[str, Any]:
         present["sourceEventSeqs"] = list(event.source_event_seqs)
     if event.ignorable:
         present["ignorable"] = True
-    order = event.wire_order
-    out = {key: present[key] for key in order if key in present}
+    out = {key: present[key] for key in wire_order_of(event) if key in present}
     if len(out) != len(present):
         for key, value in present.items():
             out.setdefault(key, value)

@@ -7,7 +7,7 @@ JSONL writer can reproduce it byte for byte (persistence.md §2.4).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import msgspec
@@ -40,6 +40,8 @@ __all__ = (
     "DEFAULT_KNOWN_TYPES",
     "LEGACY_TYPES",
     "LIVE_ORDER",
+    "LazyOrder",
+    "wire_order_of",
     "CLOSER_ORDER",
 )
 
@@ -131,7 +133,9 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     `data` is frozen JSON (plain values given here are admitted and frozen);
     `surface_op` is `APPEND`, a `Replace` or None; `source_event_seqs` is the
     envelope's `sourceEventSeqs` (None when absent). `wire_order` is the
-    envelope member order to write (not part of equality, hash or repr).
+    envelope member order to write (not part of equality, hash or repr): a
+    tuple, or for an event loaded from storage a `LazyOrder` that reads it off
+    the stored line when first needed (`wire_order_of`).
 
     A msgspec `Struct`, not an attrs class: a load builds one per event, and
     this is the cheapest immutable record to build (see
@@ -150,7 +154,7 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     surface_op: Append | Replace | None = None
     source_event_seqs: tuple[int, ...] | None = None
     ignorable: bool = False
-    wire_order: tuple[str, ...] = LIVE_ORDER
+    wire_order: tuple[str, ...] | LazyOrder = LIVE_ORDER
 
     def __post_init__(self) -> None:
         if type(self.data) not in _ALREADY_FROZEN:
@@ -189,6 +193,19 @@ class Event(msgspec.Struct, frozen=True, gc=False):
             f"data={self.data!r}, surface_op={self.surface_op!r}, "
             f"source_event_seqs={self.source_event_seqs!r}, ignorable={self.ignorable!r})"
         )
+
+
+class LazyOrder(Protocol):
+    """An envelope member order not read yet: `keys()` reads it (once) from where it is."""
+
+    def keys(self) -> tuple[str, ...]:
+        """The member order of the stored envelope."""
+
+
+def wire_order_of(event: Event) -> tuple[str, ...]:
+    """The envelope member order to write `event` with."""
+    order = event.wire_order
+    return order if type(order) is tuple else order.keys()  # type: ignore[union-attr]
 
 
 _set_data = Event.__dict__["data"].__set__

@@ -44,8 +44,8 @@ from kernel.events import (
     Replace,
     SessionHeader,
 )
-from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
-from kernel.jsontext import encode_json_bytes, parse_json
+from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, view
+from kernel.jsontext import parse_json
 from kernel.records import close_scan, row_gap, seq_gap
 from kernel.repair import interrupted_turn_closers
 from kernel.surface import PRESENT_NULL, SurfaceState
@@ -55,7 +55,6 @@ __all__ = ("TypedScan", "scan_events", "plan_events")
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
 _ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {_MEMBER_ORDER: _MEMBER_ORDER}
 _KEYS_DECODER: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_HEADS: dict[str, bytes] = {}
 _TEXT_KIND: Final = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta"}
 _OPEN_OBJECT, _OPEN_ARRAY = ord("{"), ord("[")
 
@@ -66,25 +65,59 @@ TypedScan = tuple[int, int, "str | None"]
 # -- lazy payloads ------------------------------------------------------------------------------
 
 
-def _line_data(line: bytes) -> Any:
-    """The payload of a stored event line, exactly as the exact pipeline reads it."""
-    return parse_json(line)["data"]
+class _StoredLine(msgspec.Struct, gc=False):
+    """An event line whose payload and envelope member order are read when first needed.
+
+    The source of the event's lazy `data` and its `wire_order`: `build` parses the
+    line as the exact pipeline does, keeps the member order and lets the line go.
+    """
+
+    line: bytes
+    order: tuple[str, ...] | None = None
+
+    def build(self) -> Any:
+        value = parse_json(self.line)
+        if self.order is None:
+            self.order = _interned(tuple(value))
+        self.line = b""
+        return value["data"]
+
+    def keys(self) -> tuple[str, ...]:
+        if self.order is None:
+            self.order = _interned(tuple(_KEYS_DECODER.decode(self.line)))
+        return self.order
 
 
-def _text_member(row: ChunkRow, k: int) -> dict[str, Any]:
-    data = row.data
-    chunk = {"type": _TEXT_KIND[_tag(row)], "index": data.index}
-    chunk["text"] = data.texts[k]
-    return {"turn": data.turn, "step": data.step, "chunk": chunk}
+def _interned(order: tuple[str, ...]) -> tuple[str, ...]:
+    return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
 
 
-def _tool_member(row: ToolCallRow, k: int) -> dict[str, Any]:
-    data = row.data
-    chunk: dict[str, Any] = {"type": "tool-call-delta", "index": data.index, "id": data.id}
-    if data.name is not msgspec.UNSET:
-        chunk["name"] = data.name
-    chunk["argumentsDelta"] = data.args[k]
-    return {"turn": data.turn, "step": data.step, "chunk": chunk}
+class _TextMember(msgspec.Struct, gc=False):
+    """Member `k` of a text or reasoning chunk row, built on first read (events.md §7.4)."""
+
+    row: ChunkRow
+    k: int
+
+    def build(self) -> dict[str, Any]:
+        data = self.row.data
+        chunk = {"type": _TEXT_KIND[_tag(self.row)], "index": data.index}
+        chunk["text"] = data.texts[self.k]
+        return {"turn": data.turn, "step": data.step, "chunk": chunk}
+
+
+class _ToolMember(msgspec.Struct, gc=False):
+    """Member `k` of a tool-call chunk row, built on first read (events.md §7.4)."""
+
+    row: ToolCallRow
+    k: int
+
+    def build(self) -> dict[str, Any]:
+        data = self.row.data
+        chunk: dict[str, Any] = {"type": "tool-call-delta", "index": data.index, "id": data.id}
+        if data.name is not msgspec.UNSET:
+            chunk["name"] = data.name
+        chunk["argumentsDelta"] = data.args[self.k]
+        return {"turn": data.turn, "step": data.step, "chunk": chunk}
 
 
 def _tag(wire: Any) -> str:
@@ -118,7 +151,7 @@ def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
     times = list(accumulate(dt, initial=row.time0))
     if n > 1 and not (min(times) >= -MAX_SAFE_INTEGER and max(times) <= MAX_SAFE_INTEGER):
         return None
-    load = _tool_member if isinstance(row, ToolCallRow) else _text_member
+    member: Any = _ToolMember if isinstance(row, ToolCallRow) else _TextMember
     order = _MEMBER_ORDER
     # Member payloads are built on first read; the values checked above are lossless.
     return [
@@ -126,7 +159,7 @@ def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
             ASSISTANT_CHUNK,
             seq0 + k,
             times[k],
-            lazy_view(FrozenObject, (load, True, row, k)),
+            FrozenObject(member(row, k), True),
             None,
             None,
             False,
@@ -139,49 +172,29 @@ def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
 # -- one event line ---------------------------------------------------------------------------
 
 
-def _head(event_type: str) -> bytes:
-    head = _HEADS.get(event_type)
-    if head is None:
-        head = _HEADS[event_type] = b'{"type":' + encode_json_bytes(event_type) + b',"seq":'
-    return head
-
-
-def _wire_order(line: bytes, event_type: str, wire: Envelope, plain: bool) -> tuple[str, ...]:
-    """The envelope member order of a line: read off its prefix when that is the usual one."""
-    head = _head(event_type)
-    if (
-        plain
-        and line.startswith(head)
-        and line.startswith(b'%d,"time":%d,"data":' % (wire.seq, wire.time), len(head))
-    ):
-        return _MEMBER_ORDER
-    order = tuple(_KEYS_DECODER.decode(line))
-    return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
-
-
 def _line_event(line: bytes, event_type: str, wire: Envelope) -> Event:
-    """The event of a line whose typed decode succeeded (data left undecoded)."""
+    """The event of a line whose typed decode succeeded (payload and member order unread)."""
+    stored = _StoredLine(line)
+    data: Any
     payload = wire.data  # type: ignore[attr-defined]
     if type(payload) is msgspec.Raw:  # a type whose payload no rule constrains
         first = memoryview(payload)[0]
         if first == _OPEN_OBJECT:
-            data = lazy_view(FrozenObject, (_line_data, False, line))
+            data = FrozenObject(stored, False)
         elif first == _OPEN_ARRAY:
-            data = lazy_view(FrozenArray, (_line_data, False, line))
+            data = FrozenArray(stored, False)
         else:
-            data = view(_line_data(line))
+            data = view(stored.build())
     else:
-        data = lazy_view(FrozenObject, (_line_data, False, line))
+        data = FrozenObject(stored, False)
     ignorable = wire.ignorable is True
     if event_type in SURFACE_TYPES:
         op_wire = wire.surfaceOp  # type: ignore[attr-defined]
         op = APPEND if op_wire == "append" else Replace(op_wire.start, op_wire.end)
         cited = wire.sourceEventSeqs  # type: ignore[attr-defined]
         sources = None if cited is msgspec.UNSET else tuple(cited)
-        order = _wire_order(line, event_type, wire, False)
-        return Event(event_type, wire.seq, wire.time, data, op, sources, ignorable, order)
-    order = _wire_order(line, event_type, wire, not ignorable)
-    return Event(event_type, wire.seq, wire.time, data, None, None, ignorable, order)
+        return Event(event_type, wire.seq, wire.time, data, op, sources, ignorable, stored)
+    return Event(event_type, wire.seq, wire.time, data, None, None, ignorable, stored)
 
 
 # -- the scan -----------------------------------------------------------------------------------

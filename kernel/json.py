@@ -10,9 +10,12 @@ See docs/rfc/implemented/architecture/2026-11-29-event-model.md.
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Union, overload
+from typing import Any, Protocol, Union, overload
+
+import msgspec
 
 from kernel.errors import NotLosslessJson
 
@@ -25,6 +28,7 @@ __all__ = (
     "freeze",
     "view",
     "lazy_view",
+    "LazySource",
     "thaw",
     "raw",
     "json_equal",
@@ -71,43 +75,43 @@ def _view(value: Any, lossless: bool) -> Any:
     return value
 
 
-class _FrozenView:
+class _ViewMeta(msgspec.StructMeta, abc.ABCMeta):
+    """The metaclass of a msgspec struct that also lists a collections ABC among its bases."""
+
+
+class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
     """What both views share: the owned container, memoised child views, a cached hash.
 
-    A lazy view (`lazy_view`) holds only `_source`, `(load, lossless, *args)`: the
-    first read of any other slot finds it unset, and `__getattr__` fills them all
-    from `load(*args)`. Building one costs an allocation and one store.
+    A msgspec struct the cyclic collector does not track (a view never refers back
+    to anything that holds it), so a load of a million events leaves the collector
+    nothing to rescan. `_value` is the container, or while the view is lazy
+    (`lazy_view`) a `LazySource` that builds it on the first read of `_raw`.
+    `_lossless` is None only during the public constructor, which admits its value.
     """
 
-    __slots__ = ("_raw", "_kids", "_lossless", "_hash", "_source")
+    _value: Any = None
+    _lossless: bool = None  # type: ignore[assignment]
+    _kids: Any = None
+    _hash: int | None = None
 
-    _raw: Any
-    _kids: Any
-    _lossless: bool
-    _hash: int | None
-    _source: Any
+    def __post_init__(self) -> None:
+        if self._lossless is None:
+            self._admit()
 
-    def __getattr__(self, name: str) -> Any:
-        # Python calls this only when ordinary lookup fails: here, the unset slots of a
-        # lazy view, read for the first time.
-        if name not in _LAZY_SLOTS:
-            raise AttributeError(name)
-        load, lossless, *args = self._source
-        self._raw = load(*args)
-        self._kids = None
-        self._lossless = lossless
-        self._hash = None
-        self._source = None
-        return getattr(self, name)
+    def _admit(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def _raw(self) -> Any:
+        """The owned container (built now if the view is lazy). Never hand it out."""
+        value = self._value
+        if type(value) is not dict and type(value) is not list:
+            value = self._value = value.build()
+        return value
 
     @classmethod
     def _own(cls, raw_container: Any, lossless: bool) -> Any:
-        self = object.__new__(cls)
-        self._raw = raw_container
-        self._kids = None
-        self._lossless = lossless
-        self._hash = None
-        return self
+        return cls(raw_container, lossless)
 
     def __ne__(self, other: object) -> bool:
         result = self.__eq__(other)
@@ -129,22 +133,19 @@ class _FrozenView:
 
 
 class FrozenObject(_FrozenView, Mapping[str, Any]):
-    """A read-only JSON object; iteration keeps the member order it was built with."""
+    """A read-only JSON object; iteration keeps the member order it was built with.
 
-    __slots__ = ()
+    `FrozenObject(value)` admits a mapping (a caller's copy is taken).
+    """
+
     __hash__ = _FrozenView.__hash__  # defining __eq__ would otherwise unset it
 
-    _raw: dict[str, Any]
-    _kids: dict[str, Any] | None
-
-    def __init__(self, value: Mapping[str, Any] | None = None) -> None:
-        admitted = admit_json({} if value is None else value)
+    def _admit(self) -> None:
+        admitted = admit_json({} if self._value is None else self._value)
         if type(admitted) is not dict:
             raise NotLosslessJson("FrozenObject needs a JSON object")
-        self._raw = admitted
-        self._kids = None
+        self._value = admitted
         self._lossless = True
-        self._hash = None
 
     def __getitem__(self, key: str) -> Any:
         value = self._raw[key]
@@ -182,22 +183,17 @@ class FrozenObject(_FrozenView, Mapping[str, Any]):
 
 
 class FrozenArray(_FrozenView, Sequence[Any]):
-    """A read-only JSON array."""
+    """A read-only JSON array. `FrozenArray(value)` admits a sequence (a copy is taken)."""
 
-    __slots__ = ()
     __hash__ = _FrozenView.__hash__  # defining __eq__ would otherwise unset it
 
-    _raw: list[Any]
-    _kids: dict[int, Any] | None
-
-    def __init__(self, value: Sequence[Any] = ()) -> None:
+    def _admit(self) -> None:
+        value = [] if self._value is None else self._value
         admitted = admit_json(list(value) if type(value) is tuple else value)
         if type(admitted) is not list:
             raise NotLosslessJson("FrozenArray needs a JSON array")
-        self._raw = admitted
-        self._kids = None
+        self._value = admitted
         self._lossless = True
-        self._hash = None
 
     @overload
     def __getitem__(self, index: int) -> Any: ...
@@ -350,27 +346,25 @@ def _hash_key(value: Any) -> int:
     return results[0]
 
 
-_LAZY_SLOTS = frozenset({"_raw", "_kids", "_lossless", "_hash"})
-_new = object.__new__
-_set_source = _FrozenView.__dict__["_source"].__set__
+class LazySource(Protocol):
+    """What a lazy view is built from: `build()` returns the container, once."""
+
+    def build(self) -> Any:
+        """A plain `dict` or `list` the kernel owns; must not fail (checked beforehand)."""
 
 
-def lazy_view(kind: type[FrozenObject] | type[FrozenArray], source: tuple[Any, ...]) -> Any:
-    """A frozen object or array whose container `load(*args)` builds on first read.
+def lazy_view(
+    kind: type[FrozenObject] | type[FrozenArray], source: LazySource, lossless: bool
+) -> Any:
+    """A frozen object or array whose container `source.build()` makes on first read.
 
-    `source` is `(load, lossless, *args)`. `load` must return a plain `dict` (for
-    `FrozenObject`) or `list` that the kernel owns, and must not fail: the caller
-    has checked its arguments already. Reading the view, comparing, hashing or
-    pickling it builds the container, once; `lossless` says whether it holds
-    admitted lossless JSON (as `view(..., lossless=...)`).
-
-    >>> lazy = lazy_view(FrozenArray, (list, True, "ab"))
-    >>> lazy[1], lazy == ["a", "b"]
-    ('b', True)
+    `build` must return a `dict` (for `FrozenObject`) or a `list` that the kernel
+    owns, and must not fail: the caller has checked the source already. Reading
+    the view, comparing, hashing or pickling it builds the container, once;
+    `lossless` says whether it holds admitted lossless JSON (as for `view`). A
+    source that is a `msgspec.Struct(gc=False)` keeps the collector's work flat.
     """
-    result = _new(kind)
-    _set_source(result, source)
-    return result
+    return kind(source, lossless)
 
 
 def view(value: Any, *, lossless: bool = False) -> Any:

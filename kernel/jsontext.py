@@ -172,12 +172,73 @@ def _escape_lone_surrogates(text: str) -> str:
 
 
 def encode_json_bytes(value: Any) -> bytes:
-    """`encode_json` as UTF-8 bytes, lone surrogates escaped in lower-case hex."""
+    """`encode_json` as UTF-8 bytes, lone surrogates escaped in lower-case hex.
+
+    orjson writes every value whose spelling it shares with `JSON.stringify`
+    (see `_orjson_spells_it`); the exact encoder writes the rest.
+    """
+    if _orjson_spells_it(value):
+        try:
+            return orjson.dumps(value, default=_container_of)
+        except orjson.JSONEncodeError:
+            pass  # lone surrogates, or nesting past orjson's limit
     text = encode_json(value)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return _escape_lone_surrogates(text).encode("utf-8")
+
+
+def _container_of(view: Any) -> Any:
+    if type(view) is FrozenObject or type(view) is FrozenArray:
+        return view._raw
+    raise TypeError(f"{type(view).__name__} is not a JSON value")
+
+
+_FLOAT_SPELLINGS: dict[float, bool] = {}
+
+
+def _orjson_spells_it(value: Any) -> bool:
+    """Whether orjson writes `value` byte for byte as `JSON.stringify` does.
+
+    It does for strings (same escapes), booleans, null, safe integers, objects
+    without array-index keys (JavaScript would list those first) and most
+    floats; not for integral floats (`1.0` against `1`), some exponents, or
+    anything that is not a plain JSON value. Iterative; one look at each node.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        t = type(item)
+        if t is str or t is bool or item is None:
+            continue
+        if t is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        elif t is float:
+            same = _FLOAT_SPELLINGS.get(item)
+            if same is None:
+                same = orjson.dumps(item) == format_number(item).encode()
+                if len(_FLOAT_SPELLINGS) < 4096:
+                    _FLOAT_SPELLINGS[item] = same
+            if not same:
+                return False
+        else:
+            if t is FrozenObject or t is FrozenArray:
+                item = item._raw
+                t = type(item)
+            if t is dict:
+                for key in item:
+                    if type(key) is not str or (
+                        key and "0" <= key[0] <= "9" and is_array_index(key)
+                    ):
+                        return False
+                stack.extend(item.values())
+            elif t is list or t is tuple:
+                stack.extend(item)
+            else:
+                return False
+    return True
 
 
 def _unsafe_ints_as_doubles(value: Any) -> Any:

@@ -131,12 +131,12 @@ def _citations(
         raise ProvenanceError(
             f"{where}: sourceEventSeqs must not contain duplicates (R7d)", seq=seq
         )
-    for s in cited:
-        if s >= seq:
-            raise ProvenanceError(
-                f"{where}: sourceEventSeqs must reference earlier events; {s} >= {seq} (R7e)",
-                seq=seq,
-            )
+    if cited and max(cited) >= seq:
+        later = next(s for s in cited if s >= seq)
+        raise ProvenanceError(
+            f"{where}: sourceEventSeqs must reference earlier events; {later} >= {seq} (R7e)",
+            seq=seq,
+        )
     missing = [s for s in shadowed if s not in cited_set]
     if missing:
         raise ProvenanceError(

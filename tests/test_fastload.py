@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from kernel.codec import event_to_wire
 from kernel.durable import _scan_plain, encode_records, load_jsonl, loaded_result, write_jsonl
-from kernel.events import DEFAULT_KNOWN_TYPES
+from kernel.events import DEFAULT_KNOWN_TYPES, wire_order_of
 from kernel.fastload import plan_events, scan_events
 from kernel.frames import encode_zstd_frame, load_jsonl_zstd, scan_frames, write_jsonl_zstd
 from kernel.json import thaw
@@ -38,7 +38,7 @@ def _outcome(load: Callable[[], Any]) -> tuple[Any, ...]:
     except Exception as exc:  # the class and words must match too
         return ("error", type(exc).__name__, str(exc))
     events = [
-        (repr(thaw(event_to_wire(e))), repr(thaw(e.data)), e.wire_order) for e in loaded.events
+        (repr(thaw(event_to_wire(e))), repr(thaw(e.data)), wire_order_of(e)) for e in loaded.events
     ]
     closers = [e.seq for e in loaded.closers]
     tail = (loaded.committed_bytes, loaded.total_bytes, loaded.torn, loaded.dropped_records)

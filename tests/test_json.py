@@ -10,11 +10,20 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernel import FrozenArray, FrozenObject, freeze, thaw
 from kernel.errors import NotLosslessJson
 from kernel.json import admit_json, json_equal, safe_int
-from kernel.jsontext import encode_json, encode_json_bytes, format_number, parse_json
+from kernel.jsontext import (
+    _escape_lone_surrogates,
+    encode_json,
+    encode_json_bytes,
+    format_number,
+    parse_json,
+)
+from properties import json_values as gen_values
 
 
 class Color(enum.Enum):
@@ -219,3 +228,23 @@ def test_regression_equal_frozen_values_hash_equal() -> None:
     for _ in range(20_000):
         deep = [deep]
     assert hash(freeze(deep)) == hash(freeze(deep))
+
+
+@given(
+    st.one_of(
+        gen_values.json_values(max_leaves=30),
+        gen_values.array_index_objects(),
+        st.lists(gen_values.js_numbers()),
+        gen_values.payload_values(),
+    )
+)
+def test_bytes_writer_spells_every_value_as_the_exact_encoder(value: Any) -> None:
+    # encode_json_bytes hands values to orjson when their spelling is the same; the exact
+    # encoder is the reference for every value, frozen or plain.
+    text = encode_json(value)
+    try:
+        expected = text.encode("utf-8")
+    except UnicodeEncodeError:
+        expected = _escape_lone_surrogates(text).encode("utf-8")
+    assert encode_json_bytes(value) == expected
+    assert encode_json_bytes(freeze(value)) == expected
