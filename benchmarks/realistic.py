@@ -10,9 +10,10 @@ for a given seed; no Hypothesis, so it scales to millions of events.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ("realistic_log",)
+__all__ = ("LogWriter", "realistic_log", "write_step")
 
 WORDS = (
     "the file list shows three modules and a test suite that covers the parser and "
@@ -25,7 +26,9 @@ TOOLS = [
 ]
 
 
-class _Writer:
+class LogWriter:
+    """Builds wire events in order, tracking the surface (`nodes`) as the surface fold does."""
+
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.events: list[dict[str, Any]] = []
@@ -50,9 +53,29 @@ class _Writer:
         return " ".join(self.rng.choice(WORDS) for _ in range(n))
 
 
-def _step(w: _Writer, turn: int, step: int, header_state: dict[str, Any]) -> None:
+def write_step(
+    w: LogWriter,
+    turn: int,
+    step: int,
+    header_state: dict[str, Any],
+    *,
+    answer_words: tuple[int, int] = (5, 40),
+    call_counts: tuple[int, ...] = (0, 0, 1, 1, 2),
+    piece_chars: int = 4,
+    on_start: Callable[[int, int], None] | None = None,
+) -> None:
+    """One model step: header if changed, streamed answer, its message, tool calls and results.
+
+    `answer_words` bounds the number of text-delta chunks of the answer; the
+    step makes one of `call_counts` tool calls (none from step 4 on), each
+    streamed in argument pieces of `piece_chars`; `on_start` is called with
+    `(turn, step)` just after the `step/start` event (the step is open and
+    every earlier tool call is answered).
+    """
     rng = w.rng
     w.add("step/start", {"turn": turn, "step": step})
+    if on_start is not None:
+        on_start(turn, step)
     tools = TOOLS[: 2 + (turn // 7) % 3]
     header = {
         "config": {"provider": "deepseek", "model": "deepseek-chat"},
@@ -65,7 +88,7 @@ def _step(w: _Writer, turn: int, step: int, header_state: dict[str, Any]) -> Non
         header_state["header"] = header
     chunks: list[int] = []
     content: list[dict[str, Any]] = []
-    words = [w.text(1) + " " for _ in range(rng.randint(5, 40))]
+    words = [w.text(1) + " " for _ in range(rng.randint(*answer_words))]
     chunks.append(
         w.add(
             "assistant/chunk",
@@ -99,12 +122,12 @@ def _step(w: _Writer, turn: int, step: int, header_state: dict[str, Any]) -> Non
         )
     )
     content.append({"type": "text", "text": text})
-    calls = rng.choice((0, 0, 1, 1, 2)) if step < 4 else 0
+    calls = rng.choice(call_counts) if step < 4 else 0
     for k in range(calls):
         call_id = f"call-{turn}-{step}-{k}"
         name = rng.choice(tools)["name"]
         args = '{"path": "src/' + w.text(1) + '.py"}'
-        pieces = [args[i : i + 4] for i in range(0, len(args), 4)]
+        pieces = [args[i : i + piece_chars] for i in range(0, len(args), piece_chars)]
         index = k + 1
         chunks.append(
             w.add(
@@ -202,7 +225,7 @@ def _step(w: _Writer, turn: int, step: int, header_state: dict[str, Any]) -> Non
 
 def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
     """At least `n_events` wire events of whole turns (the last turn is closed)."""
-    w = _Writer(seed)
+    w = LogWriter(seed)
     header_state: dict[str, Any] = {}
     turn = 0
     while len(w.events) < n_events:
@@ -231,7 +254,7 @@ def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
         }
         w.add("user/message", prompt, surfaceOp="append")
         for step in range(1, w.rng.randint(1, 4) + 1):
-            _step(w, turn, step, header_state)
+            write_step(w, turn, step, header_state)
         if turn % 5 == 0:
             w.add("todo/write", {"todos": [{"content": w.text(4), "status": "pending"}]})
         w.add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})

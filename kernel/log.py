@@ -1,9 +1,10 @@
 """`SessionLog`: an admitted log plus its incrementally maintained folds.
 
 An immutable value: `append` returns a new log and leaves this one as it was,
-so a rejected event changes nothing (R13). Each append costs O(1) amortized
-(persistent vectors; a replacement rebuilds the derived history, as folds.md
-§2.3 allows). The same fold steps build a log from a seed or a restored prefix.
+so a rejected event changes nothing (R13). Each append costs O(log n)
+(persistent vectors; a replacement rewrites only the surface slots and derived
+messages it shadows). The same fold steps build a log from a seed or a
+restored prefix.
 """
 
 from __future__ import annotations
