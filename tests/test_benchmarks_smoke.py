@@ -1,0 +1,83 @@
+"""Benchmarks smoke run: the generated logs are admissible and the lean harness runs end to end.
+
+No figure is asserted: this only proves, on tiny logs, that every benchmark
+log admits and every measure's worker runs and reports (docs/architecture.md,
+"Benchmarks"). The real run is `python3 benchmarks/lean.py`.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel import SessionLog, check_invariants, tool_pairing_cuts
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from lean import MEASURES  # noqa: E402
+from logs import adversarial_log, compaction_heavy_log, count_replacements  # noqa: E402
+from realistic import realistic_log  # noqa: E402
+
+
+def _admits(wire: list[dict[str, object]]) -> SessionLog:
+    log = SessionLog.restore(wire)
+    assert check_invariants(log.events) == ()
+    tool_pairing_cuts(log.events)  # raises when a replacement split a call from its results
+    return log
+
+
+@pytest.mark.parametrize("rate", [0, 950, 10_000])
+def test_compaction_heavy_log_admits_at_its_replacement_rate(rate: int) -> None:
+    wire = compaction_heavy_log(4000, 7, replacements_per_100k=rate)
+    _admits(wire)
+    assert count_replacements(wire) >= rate * len(wire) // 100_000 - 3
+    share = collections.Counter(e["type"] for e in wire)["assistant/chunk"] / len(wire)
+    assert 0.5 < share < 0.7
+
+
+def test_compaction_heavy_log_has_900_replacements_per_100k_events_by_default() -> None:
+    wire = compaction_heavy_log(20_000, 3)
+    assert count_replacements(wire) * 100_000 >= 900 * len(wire)
+    _admits(wire)
+
+
+def test_adversarial_log_is_n_appends_then_n_replacements() -> None:
+    wire = adversarial_log(300)
+    assert len(wire) == 600 and count_replacements(wire) == 300
+    assert all(e["surfaceOp"] == "append" for e in wire[:300])
+    log = _admits(wire)
+    assert len(log.surface.nodes) > 200
+
+
+def test_realistic_log_admits() -> None:
+    _admits(realistic_log(3000, 1))
+
+
+def test_lean_harness_runs_every_measure_on_every_log(tmp_path: Path) -> None:
+    figures = tmp_path / "figures.json"
+    command = [sys.executable, str(BENCHMARKS / "lean.py"), "--sizes", "2000"]
+    command += ["--compaction", "2000", "--adversarial", "100", "--repeat", "1"]
+    command += ["--timeout", "600", "--verify", "--json", str(figures)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(figures.read_text(encoding="utf-8"))
+    assert [log["name"].split()[0] for log in report["logs"]] == [
+        "realistic",
+        "compaction-heavy",
+        "adversarial",
+    ]
+    rows = [line.strip() for line in done.stdout.splitlines()]
+    for log in report["logs"]:
+        for measure in MEASURES:
+            outcome = log["measures"][measure.name]
+            assert outcome["status"] == "ok" and outcome["runs"] == 1, (measure.name, outcome)
+        assert log["measures"]["check_invariants"]["samples"][0]["violations"] == 0
+    for measure in MEASURES:
+        label = "memory:" if measure.name == "memory" else measure.label
+        assert sum(row.startswith(label) for row in rows) >= len(report["logs"]), measure.label
