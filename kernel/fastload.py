@@ -38,8 +38,6 @@ from kernel.events import (
     APPEND,
     ASSISTANT_CHUNK,
     SURFACE_TYPES,
-    TURN_END,
-    TURN_START,
     Event,
     Replace,
     SessionHeader,
@@ -314,15 +312,6 @@ def scan_events(
 # -- the plan -----------------------------------------------------------------------------------
 
 
-def _closers(events: list[Event]) -> tuple[Event, ...]:
-    """`interrupted_turn_closers` read from the last turn boundary on (the scan resets there),
-    so only the open turn's payloads are decoded."""
-    for index in range(len(events) - 1, -1, -1):
-        if events[index].type in (TURN_START, TURN_END):
-            return interrupted_turn_closers(events[index:])
-    return interrupted_turn_closers(events)
-
-
 def plan_events(
     header: dict[str, Any],
     events: list[Event],
@@ -341,7 +330,7 @@ def plan_events(
     if any(e.type not in known_types and not e.ignorable for e in events):
         return None  # the unknown-type rule refuses the log
     try:
-        closers = _closers(events)
+        closers = interrupted_turn_closers(events)
         admitted = header_from_json(view(dict(header)), session_id=session_id)
         for index, closer in enumerate(closers, len(events)):
             admit_wire_event(event_to_wire(closer), index, lossless_check=False, where="closer")

@@ -60,6 +60,7 @@ TOOL_OUTCOME_UNKNOWN_TEXT: Final = (
     "decide whether to run it again."
 )
 
+_TURN_BOUNDARIES: Final = frozenset({TURN_START, TURN_END})
 _WATCHED: Final = frozenset(
     {TURN_START, TURN_END, STEP_START, STEP_END, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT}
 )
@@ -111,8 +112,12 @@ def _positive(value: Any, index: int, what: str) -> int:
     return v
 
 
-def _scan(items: Iterable[tuple[Any, Any, Any, Any]]) -> tuple[Event, ...]:
-    """Closers from `(type, seq, time, plain data)` items in log order (folds.md §7.1-§7.2)."""
+def _scan(items: Iterable[tuple[Any, Any, Any, Any]], start: int = 0) -> tuple[Event, ...]:
+    """Closers from `(type, seq, time, data)` items in log order (folds.md §7.1-§7.2).
+
+    `start` is the log index of the first item (for messages). Payloads are read
+    only for the event types the scan watches.
+    """
     open_turn: Any = None
     turn_at = -1
     open_step: Any = None
@@ -121,10 +126,11 @@ def _scan(items: Iterable[tuple[Any, Any, Any, Any]]) -> tuple[Event, ...]:
     pending: dict[Any, list[Any]] = {}
     last: tuple[int, Any, Any] | None = None
     index = -1
-    for index, (event_type, seq, time, data) in enumerate(items):
+    for index, (event_type, seq, time, data) in enumerate(items, start):
         last = (index, seq, time)
         if type(event_type) is not str or event_type not in _WATCHED:
             continue
+        data = raw(data)
         if event_type == TURN_START:
             open_turn = _field(data, "turn", index, seq, event_type)
             turn_at = index
@@ -260,13 +266,26 @@ def _closers(
     return tuple(out)
 
 
-def _event_items(events: Iterable[Event]) -> Iterable[tuple[Any, Any, Any, Any]]:
-    for index, event in enumerate(events):
+def _events(events: Iterable[Event]) -> list[Event]:
+    log = list(events)
+    for index, event in enumerate(log):
         if type(event) is not Event:
             raise InvalidEnvelope(
                 f"item at index {index} is a {type(event).__name__}, not an Event", index=index
             )
-        yield event.type, event.seq, event.time, raw(event.data)
+    return log
+
+
+def _last_turn_boundary(log: list[Event]) -> int:
+    """The index of the last `turn/start` or `turn/end` (0 when there is none).
+
+    The scan's state is reset there, so scanning from it gives what scanning the
+    whole log gives, and the payloads of earlier turns are never read.
+    """
+    for index in range(len(log) - 1, -1, -1):
+        if log[index].type in _TURN_BOUNDARIES:
+            return index
+    return 0
 
 
 def interrupted_turn_closers(events: Iterable[Event]) -> tuple[Event, ...]:
@@ -278,14 +297,18 @@ def interrupted_turn_closers(events: Iterable[Event]) -> tuple[Event, ...]:
     `TOOL_NOT_STARTED`), a `step/end` when a step is open, and a `turn/end`
     with reason `{"kind": "interrupted"}`; seqs continue the log and every
     closer takes the last event's time. Raises `EventShapeError` /
-    `MessageShapeError` when an event lacks what the scan reads.
+    `MessageShapeError` when an event lacks what the scan reads. The scan starts
+    at the last turn boundary (it resets its state there), so it reads the
+    payloads of the last turn only.
 
     >>> log = [Event("turn/start", 0, 0, {"turn": 1}),
     ...        Event("step/start", 1, 10, {"turn": 1, "step": 1})]
     >>> [(e.type, e.seq, e.time) for e in interrupted_turn_closers(log)]
     [('step/end', 2, 10), ('turn/end', 3, 10)]
     """
-    return _scan(_event_items(events))
+    log = _events(events)
+    start = _last_turn_boundary(log)
+    return _scan(((e.type, e.seq, e.time, e.data) for e in log[start:]), start)
 
 
 def wire_closers(records: Iterable[Mapping[str, Any]]) -> tuple[Event, ...]:
@@ -295,4 +318,4 @@ def wire_closers(records: Iterable[Mapping[str, Any]]) -> tuple[Event, ...]:
     the records may still break envelope or payload rules; anything the scan
     cannot read raises a `KernelError`, never a `KeyError` or `TypeError`.
     """
-    return _scan((r.get("type"), r.get("seq"), r.get("time"), raw(r.get("data"))) for r in records)
+    return _scan((r.get("type"), r.get("seq"), r.get("time"), r.get("data")) for r in records)
