@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from itertools import accumulate
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -42,7 +42,7 @@ from kernel.events import (
     Replace,
     SessionHeader,
 )
-from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, view
+from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
 from kernel.jsontext import parse_json
 from kernel.records import close_scan, row_gap, seq_gap
 from kernel.repair import interrupted_turn_closers
@@ -53,14 +53,39 @@ __all__ = ("TypedScan", "scan_events", "plan_events")
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
 _ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {_MEMBER_ORDER: _MEMBER_ORDER}
 _KEYS_DECODER: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_TEXT_KIND: Final = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta"}
+_TEXT_KIND: Final[dict[type, str]] = {
+    row: "text-delta" if row.__struct_config__.tag == "text-chunks" else "reasoning-delta"
+    for row in ChunkRow.__subclasses__()
+}
 _OPEN_OBJECT, _OPEN_ARRAY = ord("{"), ord("[")
+_DIGITS_AS_ZERO: Final = bytes.maketrans(b"0123456789", b"0000000000")
+_LONG_LITERAL: Final = b"0" * 300
 
 TypedScan = tuple[int, int, "str | None"]
-"""`(committed, dropped, reason)`, as `kernel.durable.scan_records` returns them."""
+"""`(committed, dropped, reason)`, as `kernel.records.scan_records` returns them."""
 
 
-# -- lazy payloads ------------------------------------------------------------------------------
+def _no_lossy_number(line: bytes) -> bool:
+    """True when no number of `line` can parse to a value outside lossless JSON.
+
+    Parsing leaves one kind of defect only: a negative zero, or a double that
+    overflows to an infinity (or underflows to -0.0), which needs an exponent of
+    three digits or a literal of hundreds of digits. Every digit is mapped to `0`
+    first, so a few substring searches find any such spelling. False when unsure
+    (the same bytes inside a string): the value is then walked instead.
+    """
+    if b"-0" in line and (b"-0." in line or b"-0e" in line or b"-0E" in line):
+        return False
+    zeros = line.translate(_DIGITS_AS_ZERO)
+    return not (
+        b"e000" in zeros
+        or b"E000" in zeros
+        or b"e-000" in zeros
+        or b"E-000" in zeros
+        or b"e+000" in zeros
+        or b"E+000" in zeros
+        or _LONG_LITERAL in zeros
+    )
 
 
 class _StoredLine(msgspec.Struct, gc=False):
@@ -72,11 +97,20 @@ class _StoredLine(msgspec.Struct, gc=False):
 
     line: bytes
     order: tuple[str, ...] | None = None
+    clean: bool | None = None  # whether no number in the line can be lossy, once looked at
+
+    @property
+    def lossless(self) -> bool:
+        if self.clean is None:
+            self.clean = _no_lossy_number(self.line)
+        return self.clean
 
     def build(self) -> Any:
         value = parse_json(self.line)
         if self.order is None:
             self.order = _interned(tuple(value))
+        if self.clean is None:
+            self.clean = _no_lossy_number(self.line)
         self.line = b""
         return value["data"]
 
@@ -95,10 +129,11 @@ class _TextMember(msgspec.Struct, gc=False):
 
     row: ChunkRow
     k: int
+    lossless: ClassVar[bool] = True  # its numbers were checked to be safe integers
 
     def build(self) -> dict[str, Any]:
         data = self.row.data
-        chunk = {"type": _TEXT_KIND[_tag(self.row)], "index": data.index}
+        chunk = {"type": _TEXT_KIND[type(self.row)], "index": data.index}
         chunk["text"] = data.texts[self.k]
         return {"turn": data.turn, "step": data.step, "chunk": chunk}
 
@@ -108,6 +143,7 @@ class _ToolMember(msgspec.Struct, gc=False):
 
     row: ToolCallRow
     k: int
+    lossless: ClassVar[bool] = True  # its numbers were checked to be safe integers
 
     def build(self) -> dict[str, Any]:
         data = self.row.data
@@ -157,7 +193,7 @@ def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
             ASSISTANT_CHUNK,
             seq0 + k,
             times[k],
-            FrozenObject(member(row, k), True),
+            lazy_view(FrozenObject, member(row, k), True, ASSISTANT_CHUNK),
             None,
             None,
             False,
@@ -178,13 +214,13 @@ def _line_event(line: bytes, event_type: str, wire: Envelope) -> Event:
     if type(payload) is msgspec.Raw:  # a type whose payload no rule constrains
         first = memoryview(payload)[0]
         if first == _OPEN_OBJECT:
-            data = FrozenObject(stored, False)
+            data = lazy_view(FrozenObject, stored, False, event_type)
         elif first == _OPEN_ARRAY:
-            data = FrozenArray(stored, False)
+            data = lazy_view(FrozenArray, stored, False, event_type)
         else:
             data = view(stored.build())
     else:
-        data = FrozenObject(stored, False)
+        data = lazy_view(FrozenObject, stored, False, event_type)
     ignorable = wire.ignorable is True
     if event_type in SURFACE_TYPES:
         op_wire = wire.surfaceOp  # type: ignore[attr-defined]

@@ -28,6 +28,8 @@ __all__ = (
     "freeze",
     "view",
     "lazy_view",
+    "known_lossless",
+    "checked_as",
     "LazySource",
     "thaw",
     "raw",
@@ -87,12 +89,15 @@ class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
     nothing to rescan. `_value` is the container, or while the view is lazy
     (`lazy_view`) a `LazySource` that builds it on the first read of `_raw`.
     `_lossless` is None only during the public constructor, which admits its value.
+    `_checked_as` names the event type whose payload rules the value was found to
+    satisfy when it was loaded (`checked_as`).
     """
 
     _value: Any = None
     _lossless: bool = None  # type: ignore[assignment]
     _kids: Any = None
     _hash: int | None = None
+    _checked_as: str | None = None
 
     def __post_init__(self) -> None:
         if self._lossless is None:
@@ -106,7 +111,10 @@ class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
         """The owned container (built now if the view is lazy). Never hand it out."""
         value = self._value
         if type(value) is not dict and type(value) is not list:
-            value = self._value = value.build()
+            source = value
+            value = self._value = source.build()
+            if source.lossless:
+                self._lossless = True
         return value
 
     @classmethod
@@ -347,24 +355,64 @@ def _hash_key(value: Any) -> int:
 
 
 class LazySource(Protocol):
-    """What a lazy view is built from: `build()` returns the container, once."""
+    """What a lazy view is built from: `build()` returns the container, once; `lossless`
+    is true when `build` found (or the source knows) the value to be lossless JSON."""
+
+    @property
+    def lossless(self) -> bool:
+        """True when the value `build` makes (or made) is known to be lossless JSON."""
 
     def build(self) -> Any:
         """A plain `dict` or `list` the kernel owns; must not fail (checked beforehand)."""
 
 
 def lazy_view(
-    kind: type[FrozenObject] | type[FrozenArray], source: LazySource, lossless: bool
+    kind: type[FrozenObject] | type[FrozenArray],
+    source: LazySource,
+    lossless: bool,
+    checked_as: str | None = None,
 ) -> Any:
     """A frozen object or array whose container `source.build()` makes on first read.
 
     `build` must return a `dict` (for `FrozenObject`) or a `list` that the kernel
     owns, and must not fail: the caller has checked the source already. Reading
     the view, comparing, hashing or pickling it builds the container, once;
-    `lossless` says whether it holds admitted lossless JSON (as for `view`). A
+    `lossless` says whether it holds admitted lossless JSON (as for `view`),
+    `checked_as` the event type whose payload rules it is known to satisfy. A
     source that is a `msgspec.Struct(gc=False)` keeps the collector's work flat.
     """
-    return kind(source, lossless)
+    return kind(source, lossless, None, None, checked_as)
+
+
+def checked_as(value: Any) -> str | None:
+    """The event type whose payload rules (R3, R10-R12) the kernel found `value` to satisfy.
+
+    Set on the payloads the typed load path checked; None for every other value.
+    A fact about an immutable value, so admission may rely on it.
+    """
+    t = type(value)
+    if t is not FrozenObject and t is not FrozenArray:
+        return None
+    result: str | None = value._checked_as
+    return result
+
+
+def known_lossless(value: Any) -> bool:
+    """Whether `value` is a frozen view known to hold lossless JSON (R1), without a walk.
+
+    A lazy view asks its source, which may know without building the value. False
+    means "not known", not "lossy": `admit_json` decides that.
+    """
+    t = type(value)
+    if t is not FrozenObject and t is not FrozenArray:
+        return False
+    if value._lossless:
+        return True
+    source = value._value
+    if type(source) is not dict and type(source) is not list and source.lossless:
+        value._lossless = True  # a fact about the value, cached like its hash
+        return True
+    return False
 
 
 def view(value: Any, *, lossless: bool = False) -> Any:
@@ -430,8 +478,10 @@ def admit_json(value: Any) -> Any:
     t = type(value)
     if t is not dict and t is not list and t is not FrozenObject and t is not FrozenArray:
         return _check_scalar(value, [])
-    if (t is FrozenObject or t is FrozenArray) and value._lossless:
-        return value._raw
+    if t is FrozenObject or t is FrozenArray:
+        container = value._raw  # a lazy view may learn here that its value is lossless
+        if value._lossless:
+            return container
     root: list[Any] = []
     # Each frame: (source items iterator, destination container, id of source, path length)
     active: set[int] = set()

@@ -26,6 +26,7 @@ from kernel.errors import InvalidEnvelope, KernelError, NotLosslessJson, Surface
 from kernel.events import (
     APPEND,
     END_SEED,
+    LEGACY_TYPES,
     LIVE_ORDER,
     REQUEST_HEADER,
     Append,
@@ -34,7 +35,16 @@ from kernel.events import (
     SessionHeader,
 )
 from kernel.header import step_request_header
-from kernel.json import FrozenArray, FrozenObject, admit_json, safe_int, view
+from kernel.json import (
+    MAX_SAFE_INTEGER,
+    FrozenArray,
+    FrozenObject,
+    admit_json,
+    checked_as,
+    known_lossless,
+    safe_int,
+    view,
+)
 from kernel.messages import MessageHistory, step_messages
 from kernel.surface import SurfaceState, check_surface_marker
 
@@ -174,6 +184,25 @@ class SessionLog:
         lookup = admitted.__getitem__
         for index, item in enumerate(events):
             where = f"{label} event at index {index}"
+            if type(item) is Event and _admitted_as_it_is(item, index, lossless_check, where):
+                op, sources = item.surface_op, item.source_event_seqs
+                try:
+                    after = (
+                        surface
+                        if op is None
+                        else surface.plan(item.type, index, op, sources, item.data, lookup, where)
+                    )
+                except KernelError as exc:
+                    if exc.index is None:
+                        exc.index = index
+                    raise
+                admitted.append(item)
+                if after is not surface:
+                    messages = step_messages(messages, surface, after, item, lookup)
+                    surface = after
+                if item.type == REQUEST_HEADER:
+                    request_header = step_request_header(request_header, item)
+                continue
             try:
                 if type(item) is Event:
                     wire: Any = event_to_wire(item)
@@ -295,3 +324,62 @@ class SessionLog:
 
 
 builtin_type = type  # `append` takes a parameter named `type`, as the public contract spells it
+
+
+def _safe_seq(value: Any) -> bool:
+    return builtin_type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def _safe_seqs(values: Any) -> bool:
+    """A tuple of non-negative safe integers (checked in C: one pass of `map`, then min/max)."""
+    return builtin_type(values) is tuple and (
+        not values
+        or (
+            set(map(builtin_type, values)) == {int}
+            and min(values) >= 0
+            and max(values) <= MAX_SAFE_INTEGER
+        )
+    )
+
+
+def _admitted_as_it_is(item: Event, index: int, lossless_check: bool, where: str) -> bool:
+    """Whether an `Event` passes R1-R6 and R10-R12 exactly as it is, so it can be kept.
+
+    Only accepts: an event with any unusual field (a float seq, a wire-spelled surface
+    op, a citation list) or any broken rule is left to `admit_wire_event`, which
+    normalizes it or names the error. A payload that is a frozen view already known
+    to be lossless (R1) is shared, not walked; one the typed load path checked for
+    this event type (R3, R10-R12) is not checked again.
+    """
+    event_type, seq, time = item.type, item.seq, item.time
+    op, sources, data = item.surface_op, item.source_event_seqs, item.data
+    if not (
+        builtin_type(event_type) is str
+        and event_type
+        and event_type not in LEGACY_TYPES
+        and builtin_type(seq) is int
+        and seq == index
+        and builtin_type(time) is int
+        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+        and builtin_type(item.ignorable) is bool
+        and (
+            op is None
+            or op is APPEND
+            or (builtin_type(op) is Replace and _safe_seq(op.start) and _safe_seq(op.end))
+        )
+        and (sources is None or _safe_seqs(sources))
+    ):
+        return False
+    try:
+        if lossless_check and not known_lossless(data):
+            if builtin_type(data) in (FrozenObject, FrozenArray):
+                return False  # walked and copied by `admit_wire_event`, as any caller's value
+            admit_json(data)  # a scalar
+        check_surface_marker(event_type, op is not None, sources is not None, where)
+        if checked_as(data) != event_type:  # the typed load path checked it already
+            if event_type == REQUEST_HEADER:
+                check_legacy_reason(event_type, data, where)
+            check_payload(event_type, data, where)
+    except KernelError:
+        return False
+    return True

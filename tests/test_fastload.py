@@ -183,3 +183,50 @@ def test_a_custom_vocabulary_and_an_identity_mismatch_leave_the_answer_to_the_ex
     with pytest.raises(Exception) as wrong:
         load_jsonl(data, now=0, session_id="other")
     assert type(wrong.value).__name__ == "CorruptLog"
+
+
+@given(gen.loop_logs(rich=True, max_actions=4), st.booleans())
+def test_seeding_loaded_events_equals_seeding_their_wire_form(log: Any, pack: bool) -> None:
+    # Loaded events are kept as they are by seed and restore (their payloads checked and
+    # known lossless when loaded); the result must be what admitting their wire form gives.
+    from kernel.codec import event_to_json
+    from kernel.log import SessionLog
+
+    loaded = load_jsonl(write_jsonl(HEADER, as_events(log), pack_chunks=pack), now=0)
+    for build in (
+        lambda events: SessionLog.seed(events, now=7),
+        lambda events: SessionLog.restore(events),
+    ):
+        kept = build(loaded.events)
+        rebuilt = build([event_to_json(e) for e in loaded.events])
+        assert tuple(kept.events) == tuple(rebuilt.events)
+        assert [wire_order_of(e) for e in kept.events] == [wire_order_of(e) for e in rebuilt.events]
+        assert tuple(kept.surface.nodes) == tuple(rebuilt.surface.nodes)
+        assert [thaw(m) for m in kept.messages] == [thaw(m) for m in rebuilt.messages]
+        assert kept.request_header == rebuilt.request_header
+
+
+_NUMBER_TEXTS = st.one_of(
+    st.sampled_from(["-0.0", "-0e3", "-0E-2", "1e400", "-1e-400", "1" * 400, "-2e-323"]),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.integers(-(10**30), 10**30).map(str),
+    st.from_regex(r"-?(0|[1-9][0-9]{0,3})(\.[0-9]{1,4})?([eE][-+]?[0-9]{1,4})?", fullmatch=True),
+)
+
+
+@given(st.lists(_NUMBER_TEXTS, max_size=6), gen.json_strings(max_size=12))
+def test_a_line_called_lossless_holds_only_lossless_numbers(numbers: list[str], text: str) -> None:
+    # Seed shares a loaded payload without walking it when its line has no spelling of a
+    # number that parses outside lossless JSON (kernel.fastload._no_lossy_number).
+    from kernel.errors import NotLosslessJson
+    from kernel.fastload import _no_lossy_number
+    from kernel.json import admit_json
+    from kernel.jsontext import parse_json
+
+    line = b'{"data":[' + b",".join(n.encode() for n in numbers) + b"],"
+    line += b'"text":' + encode_json_bytes(text) + b"}"
+    if _no_lossy_number(line):
+        try:
+            admit_json(parse_json(line))
+        except NotLosslessJson as exc:
+            raise AssertionError(f"{line!r} was called lossless: {exc}") from None
