@@ -29,6 +29,7 @@ __all__ = (
     "CorruptLog",
     "UnsupportedFormat",
     "UnknownEventType",
+    "LimitExceeded",
     "ToolPairingError",
     "ForkError",
 )
@@ -128,6 +129,21 @@ class UnsupportedFormat(KernelError):
 
 class UnknownEventType(UnsupportedFormat):
     """A stored event type outside the known vocabulary without `ignorable: true`."""
+
+
+class LimitExceeded(KernelError):
+    """A configurable resource limit stops the read (e.g. `max_decoded_bytes`).
+
+    Nothing is known to be damaged: a caller that trusts the input can pass a
+    larger limit and read it. Deliberately neither a `CorruptLog` nor an
+    `UnsupportedFormat`. `limit` is the limit that was exceeded, `offset` the
+    byte offset (in the stored log) of the frame or record where it was.
+    """
+
+    def __init__(self, message: str, *, limit: int, offset: int | None = None):
+        super().__init__(message)
+        self.limit = limit
+        self.offset = offset
 
 
 class ToolPairingError(KernelError):

@@ -169,9 +169,12 @@ class FrozenObject(_FrozenView, Mapping[str, Any]):
         return value
 
     def get(self, key: str, default: Any = None) -> Any:
-        if key in self._raw:
-            return self[key]
-        return default
+        container = self._raw
+        if key not in container:
+            return default
+        value = container[key]
+        t = type(value)
+        return self[key] if t is dict or t is list else value
 
     def __contains__(self, key: object) -> bool:
         return key in self._raw

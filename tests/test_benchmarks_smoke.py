@@ -81,3 +81,11 @@ def test_lean_harness_runs_every_measure_on_every_log(tmp_path: Path) -> None:
     for measure in MEASURES:
         label = "memory:" if measure.name == "memory" else measure.label
         assert sum(row.startswith(label) for row in rows) >= len(report["logs"]), measure.label
+
+
+def test_zstd_bomb_benchmark_refuses_both_bombs(capsys: pytest.CaptureFixture[str]) -> None:
+    from zstd_bomb import main
+
+    main(["--mib", "65", "--repeat", "1", "--ratio-events", "300"])
+    out = capsys.readouterr().out
+    assert "declare" in out and "decoding it passes the cap" in out and "realistic 300" in out

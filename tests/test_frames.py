@@ -1,11 +1,15 @@
 """Zstandard-framed JSONL (persistence.md §8, §6.2): the structural frame scan, torn frames,
-corruption inside complete frames, round trips, crash cuts at or after the header frame, and
-bit flips anywhere (damage followed by complete frames is corruption, never a torn tail)."""
+corruption inside complete frames, round trips, crash cuts at or after the header frame, bit
+flips anywhere (damage followed by complete frames is corruption, never a torn tail), and the
+cap on decoded plaintext that stops a decompression bomb."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -16,10 +20,13 @@ from hypothesis import strategies as st
 
 from kernel.codec import event_to_wire
 from kernel.durable import encode_records, header_line, load_jsonl, scan_jsonl, write_jsonl
-from kernel.errors import CorruptLog, KernelError, UnsupportedFormat
+from kernel.errors import CorruptLog, KernelError, LimitExceeded, UnsupportedFormat
 from kernel.events import APPEND, Event, SessionHeader
 from kernel.frames import (
+    MAX_DECODED_FLOOR,
+    MAX_DECODED_RATIO,
     ZSTD_MAGIC,
+    default_max_decoded_bytes,
     encode_zstd_frame,
     frame_end,
     load_jsonl_zstd,
@@ -632,3 +639,153 @@ def test_p3_every_flipped_bit_before_the_last_turn_end_is_corrupt_or_harmless() 
                 assert n >= keep, f"{where}: damage before a turn/end was repaired away"
             torn_flips += loaded.torn
     assert torn_flips > 0  # flips in the open last turn are torn tails, not errors
+
+
+# -- the cap on decoded plaintext: a decompression bomb is refused (issue 9 item 9) --------------
+
+MIB = 1 << 20
+
+
+def zeros_frame(size: int, *, declare: bool) -> bytes:
+    """A checksummed frame of `size` zero bytes, compressed 1 MiB at a time (never all held).
+
+    With `declare` the header states the content size; without, it does not (a streaming
+    writer's frame), so only decoding can tell how large it is.
+    """
+    compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=declare)
+    stream = compressor.compressobj(size=size if declare else -1)
+    zeros = bytes(MIB)
+    parts = [stream.compress(zeros[: min(MIB, size - done)]) for done in range(0, size, MIB)]
+    return b"".join(parts) + stream.flush()
+
+
+@contextmanager
+def peak_memory() -> Iterator[Callable[[], int]]:
+    """The peak of traced allocations inside the block (call the yielded function after it)."""
+    tracemalloc.start()
+    peak = 0
+    try:
+        yield lambda: peak
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+
+
+def decoded_size(data: bytes) -> int:
+    """The plaintext a scan of `data` decodes: every complete frame, then the torn one's part."""
+    starts = [0]
+    while starts[-1] < len(data) and frame_end(data, starts[-1]) is not None:
+        end = frame_end(data, starts[-1])
+        assert end is not None
+        starts.append(end)
+    size = sum(len(plaintext(data[a:b])) for a, b in itertools.pairwise(starts))
+    if starts[-1] < len(data):
+        size += len(plaintext(data[starts[-1] :]))
+    return size
+
+
+def test_p8_a_zstd_bomb_is_refused_once_its_plaintext_passes_the_cap() -> None:
+    """64 MiB of zeros in a 2 KB frame that does not declare its size: decoding is streamed
+    and stops at the cap, so memory stays far below the bomb's size (it used to be decoded
+    whole, and a 48 KB file took 1.5 GiB)."""
+    bomb = zeros_frame(64 * MIB, declare=False)
+    assert len(bomb) * MAX_DECODED_RATIO < 64 * MIB
+    data = HEADER_FRAME + bomb
+    for read in (
+        lambda: load_jsonl_zstd(data, now=0, max_decoded_bytes=MIB),
+        lambda: scan_jsonl_zstd(data, max_decoded_bytes=MIB),
+    ):
+        with peak_memory() as peak, pytest.raises(LimitExceeded) as refused:
+            read()
+        assert peak() < 4 * MIB, f"peak {peak():,} bytes"
+        error = refused.value
+        assert error.limit == MIB and error.offset == len(HEADER_FRAME)
+        assert f"frame at byte {len(HEADER_FRAME)}" in str(error)
+        assert "1,048,576" in str(error) and "larger max_decoded_bytes" in str(error)
+        assert not isinstance(error, CorruptLog)
+
+
+def test_p8_the_default_cap_refuses_a_bomb_that_does_not_declare_its_size() -> None:
+    """Past 64 MiB a log must not expand more than 1000 times: the same bomb, one byte larger
+    than the floor, fails under the default cap after decoding at most the cap."""
+    data = HEADER_FRAME + zeros_frame(64 * MIB + 1, declare=False)
+    assert default_max_decoded_bytes(len(data)) == MAX_DECODED_FLOOR
+    with peak_memory() as peak, pytest.raises(LimitExceeded, match="default") as refused:
+        load_jsonl_zstd(data, now=0)
+    assert refused.value.limit == MAX_DECODED_FLOOR
+    assert peak() < MAX_DECODED_FLOOR + 4 * MIB, f"peak {peak():,} bytes"
+
+
+def test_p8_a_frame_declaring_more_than_the_cap_fails_before_decoding() -> None:
+    bomb = zeros_frame(64 * MIB + 1, declare=True)
+    data = HEADER_FRAME + encode_zstd_frame(T(0)) + bomb
+    at = len(data) - len(bomb)
+    with peak_memory() as peak, pytest.raises(LimitExceeded, match="declare") as refused:
+        load_jsonl_zstd(data, now=0)
+    assert refused.value.offset == at and f"frame at byte {at}" in str(refused.value)
+    assert peak() < MIB, f"peak {peak():,} bytes: the frame was decoded"
+
+
+def test_p8_a_torn_bomb_is_refused_too() -> None:
+    """A torn last frame is decoded as far as it goes, under the same cap."""
+    committed = HEADER_FRAME + encode_zstd_frame(T(0) + E(1))
+    data = committed + zeros_frame(64 * MIB, declare=False)[:-3]
+    with peak_memory() as peak, pytest.raises(LimitExceeded) as refused:
+        scan_jsonl_zstd(data, max_decoded_bytes=MIB)
+    assert refused.value.offset == len(committed) and peak() < 4 * MIB
+
+
+def test_p8_a_log_exactly_at_the_cap_loads_and_one_byte_less_is_refused() -> None:
+    """The cap counts every decoded byte: the header line, complete frames, a torn frame."""
+    batches = turn_batches([40, 3, 3], open_tail=True)
+    whole = framed(batches)
+    assert decoded_size(whole[:-2]) == decoded_size(whole)  # a checksum cut: all is readable
+    for data in (whole, whole[:-2]):
+        size = decoded_size(data)
+        loaded = load_jsonl_zstd(data, now=0, max_decoded_bytes=size)
+        assert loaded == load_jsonl_zstd(data, now=0) and loaded.torn == (data != whole)
+        assert scan_jsonl_zstd(data, max_decoded_bytes=size) == scan_jsonl_zstd(data)
+        with pytest.raises(LimitExceeded, match=f"{size - 1:,}"):
+            load_jsonl_zstd(data, now=0, max_decoded_bytes=size - 1)
+        with pytest.raises(LimitExceeded, match=f"{size - 1:,}"):
+            scan_jsonl_zstd(data, max_decoded_bytes=size - 1)
+
+
+def test_p8_the_cap_applies_to_each_scan_of_a_load() -> None:
+    """The typed path declines this log (an old `turn/start` shape) after decoding it; the
+    exact pipeline scans again with the whole cap and names the real error."""
+    body = b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"trigger":{"kind":"u"}}}\n'
+    data = HEADER_FRAME + encode_zstd_frame(body)
+    with pytest.raises(CorruptLog, match="R12"):
+        load_jsonl_zstd(data, now=0, max_decoded_bytes=decoded_size(data))
+
+
+def test_p8_a_content_size_larger_than_the_blocks_can_hold_is_corrupt() -> None:
+    """A flipped high bit of a committed frame's content size must read as damage (CorruptLog),
+    not as a frame too large to read (LimitExceeded): a frame of n blocks holds at most
+    n * 128 KiB."""
+    content = pseudo_random(70_000).hex().encode()[:70_000]
+    frame = encode_zstd_frame(content)
+    assert frame[4] >> 6 == 2 and frame[4] & 0x20  # single segment, a 4-byte content size
+    damaged = frame[:8] + bytes([frame[8] | 0x80]) + frame[9:]
+    message = r"declares \d+ bytes of content, more than its 1 block\(s\)"
+    with pytest.raises(CorruptLog, match=message):
+        frame_end(damaged, 0)
+    with pytest.raises(CorruptLog, match=message):
+        load_jsonl_zstd(HEADER_FRAME + damaged, now=0)
+
+
+def test_p8_the_default_cap_is_64_mib_or_1000_times_the_stored_size() -> None:
+    assert (MAX_DECODED_FLOOR, MAX_DECODED_RATIO) == (64 * MIB, 1000)
+    assert default_max_decoded_bytes(0) == default_max_decoded_bytes(65_536) == 64 * MIB
+    assert default_max_decoded_bytes(10**6) == 10**9
+    # The audit's bomb, 48 KB that decode to 1.5 GiB, is past it; a log 20 times compressed
+    # (real session logs: 2-10 times) is far inside it at any size.
+    assert default_max_decoded_bytes(49_174) < 3 << 29
+    assert all(default_max_decoded_bytes(n) > 20 * n for n in (1, 10**4, 10**7, 10**10))
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True, "1"])
+def test_p8_max_decoded_bytes_must_be_a_non_negative_int(value: Any) -> None:
+    with pytest.raises(ValueError, match="max_decoded_bytes"):
+        scan_jsonl_zstd(HEADER_FRAME, max_decoded_bytes=value)
