@@ -32,7 +32,7 @@ from kernel.events import (
     SessionHeader,
 )
 from kernel.fastload import plan_events, scan_events
-from kernel.json import FrozenObject, is_number, safe_int, view
+from kernel.json import FrozenObject, is_number, safe_int, summary, view
 from kernel.jsontext import encode_json_bytes, format_number, parse_json_keeping_negative_zero
 from kernel.log import SessionLog
 from kernel.records import scan_records
@@ -369,8 +369,8 @@ def plan_load(
     try:
         if session_id is not None and header["id"] != session_id:
             raise CorruptLog(
-                f"identity mismatch: the stored header names session {header['id']!r}, "
-                f"not {session_id!r}"
+                f"identity mismatch: the stored header names session {summary(header['id'])}, "
+                f"not {summary(session_id)}"
             )
         # One pass for three rules whose failures rank R3, then R10, then unknown type
         # (§5): a legacy event fails at once; the others are kept until the pass ends.
@@ -411,7 +411,7 @@ def plan_load(
     if unknown is not None:
         index, event_type = unknown
         raise UnknownEventType(
-            f"event type {event_type!r} at seq {index} is unknown to this reader and not "
+            f"event type {summary(event_type)} at seq {index} is unknown to this reader and not "
             "ignorable, so the log cannot be interpreted",
             index=index,
             seq=index,

@@ -43,6 +43,7 @@ from kernel.json import (
     checked_as,
     known_lossless,
     safe_int,
+    summary,
     view,
 )
 from kernel.messages import MessageHistory, step_messages
@@ -85,7 +86,7 @@ def _parse_surface_op(op: Any, where: str) -> Any:
     if isinstance(op, Replace):
         start, end = safe_int(op.start), safe_int(op.end)
         if start is None or end is None or start < 0 or end < 0:
-            raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {op!r} (R6)")
+            raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(op)} (R6)")
         return Replace(start, end)
     return parse_surface_op(op, where)
 
@@ -280,7 +281,7 @@ class SessionLog:
         stamp = safe_int(time)
         if stamp is None:
             raise InvalidEnvelope(
-                f"{where}: time must be a safe integer, got {time!r} (R2)", seq=seq
+                f"{where}: time must be a safe integer, got {summary(time)} (R2)", seq=seq
             )
         try:
             check_legacy_type(event_type, where)

@@ -7,12 +7,16 @@ how the log was made, not read back from the command under test.
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
 import random
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -45,20 +49,23 @@ def header(session_id: str) -> dict[str, Any]:
     return {"version": 0, "id": session_id, "createdAt": 1_760_000_000_000, "cwd": "/projects/x"}
 
 
-def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str | Path, timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """One run of the real command; a traceback on stderr always fails the test."""
     proc = subprocess.run(
         [sys.executable, "-m", "kernel.cli", *map(str, args)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
+        cwd=cwd,
     )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
 
-def run_json(*args: str | Path) -> tuple[int, Any]:
-    proc = run(*args, "--json")
+def run_json(*args: str | Path, timeout: float = 120, cwd: Path | None = None) -> tuple[int, Any]:
+    proc = run(*args, "--json", timeout=timeout, cwd=cwd)
     return proc.returncode, json.loads(proc.stdout)
 
 
@@ -436,6 +443,7 @@ def test_verify_generated_corpus_in_parallel_summarizes_and_exits_0(
         "logs": 300,
         **expected,
         "invalid": 0,
+        "unreadable": 0,
         "unsupported": 0,
         "error": 0,
     }
@@ -695,3 +703,336 @@ def test_verify_reports_a_non_kernel_exception_as_an_internal_error(
     assert result["status"] == "error"
     assert result["problems"][0]["message"] == "TypeError: simulated kernel bug"
     assert verifying.exit_status(verifying.summarize([result])) == exits.INTERNAL
+
+
+# -- reliability: never a traceback, every unreadable path counted (issue 9) ---------------------
+
+CONTROLS = frozenset(chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))) - {"\n", "\t"}
+"""What must never reach a terminal raw: C0 controls but newline and tab, DEL, C1 controls."""
+
+
+def raw_controls(output: str) -> set[str]:
+    return {c for c in output if c in CONTROLS}
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    """One in-process run of `main` (for tests that patch the I/O under it)."""
+    from kernel.cli import main
+
+    code = main([str(arg) for arg in args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, out, err
+
+
+def deny_reading(monkeypatch: pytest.MonkeyPatch, *paths: Path) -> None:
+    """Opening or listing `paths` raises PermissionError, as `chmod 000` would.
+
+    Simulated, because the tests may run as root, whom `chmod` does not stop:
+    `os.open`, `io.open` (under `Path.open`) and `os.scandir` (under `os.walk`)
+    are patched to refuse exactly these paths; `stat` still works, as it does
+    on a real unreadable file.
+    """
+    denied = {os.fspath(path) for path in paths}
+
+    def refuse(target: Any) -> None:
+        if isinstance(target, (str, os.PathLike)) and os.fspath(target) in denied:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(target))
+
+    real_open, real_io_open, real_scandir = os.open, io.open, os.scandir
+
+    def os_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        refuse(path)
+        return real_open(path, *args, **kwargs)
+
+    def io_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        refuse(file)
+        return real_io_open(file, *args, **kwargs)
+
+    def scandir(path: Any = ".") -> Any:
+        refuse(path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(io, "open", io_open)
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+def write_clean(path: Path, session: str = "clean") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(write_jsonl(header(session), clean_log().events))
+    return path
+
+
+# item 11: an unexpected error is one line naming the log, exit 4; verify carries on
+
+
+def test_unexpected_exception_is_one_line_naming_the_log_exit_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In-process: a kernel bug cannot be provoked through bad input, so one is simulated.
+    from kernel.cli import inspecting
+
+    path = write_clean(tmp_path / "clean.jsonl")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError("simulated kernel bug")
+
+    monkeypatch.setattr(inspecting, "report", broken)
+    code, out, err = run_main(capsys, "inspect", path)
+
+    assert code == 4
+    assert out == ""
+    (line,) = err.splitlines()
+    assert str(path) in line and "internal error: TypeError: simulated kernel bug" in line
+
+
+def test_verify_carries_on_when_a_worker_process_dies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In-process: the pool reports the first file, then breaks as it does when a worker is killed.
+    from kernel.cli import verifying
+
+    paths = [write_clean(tmp_path / f"s{i}.jsonl", f"s{i}") for i in range(3)]
+
+    class DyingPool:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def __enter__(self) -> DyingPool:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def map(self, fn: Any, *iterables: Any, chunksize: int = 1) -> Iterator[Any]:
+            first = next(zip(*iterables, strict=True))
+            yield fn(*first)
+            raise BrokenProcessPool("a worker process terminated abruptly")
+
+    monkeypatch.setattr(verifying, "ProcessPoolExecutor", DyingPool)
+    code, out, _ = run_main(capsys, "verify", "--jobs", "2", "--json", *paths)
+
+    assert code == 4
+    report = json.loads(out)
+    assert [log["status"] for log in report["logs"]] == ["ok", "error", "error"]
+    assert report["logs"][1]["problems"][0]["message"].startswith("BrokenProcessPool:")
+
+
+def test_file_names_that_are_not_utf8_are_reported_escaped(tmp_path: Path) -> None:
+    write_clean(tmp_path / "clean.jsonl")
+    odd = tmp_path / os.fsdecode(b"bad-\xff.jsonl")
+    corrupt_copy(tmp_path, "bad").rename(odd)
+
+    code, report = run_json("verify", tmp_path)
+
+    assert code == 1
+    assert [log["status"] for log in report["logs"]] == ["invalid", "ok"]
+    assert report["logs"][0]["path"] == str(odd)  # `\udcff`: the byte, recoverable by fsencode
+    table_run = run("verify", ".", cwd=tmp_path)  # relative: a short path, not wrapped
+    assert table_run.returncode == 1 and "bad-\\xff.jsonl" in table_run.stdout
+
+
+def test_inspect_json_writes_a_lone_surrogate_in_log_text_as_its_escape(tmp_path: Path) -> None:
+    b = Builder()
+    b.add("turn/start", {"turn": 1})
+    b.user("u1", "lone \ud800 half")
+    b.add("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    path = tmp_path / "lone.jsonl"
+    path.write_bytes(write_jsonl(header("lone"), b.events))
+
+    code, doc = run_json("inspect", path)
+
+    assert code == 0
+    assert doc["messages"][0]["content"][0]["preview"] == "lone \ud800 half"
+    proc = run("inspect", path)
+    assert proc.returncode == 0 and "lone \\ud800 half" in proc.stdout
+
+
+# item 12: unreadable directories and files are counted and reported; the rest is verified
+
+
+def test_verify_reports_an_unreadable_subdirectory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_clean(tmp_path / "a.jsonl")
+    locked = tmp_path / "locked"
+    write_clean(locked / "b.jsonl")
+    deny_reading(monkeypatch, locked)
+    monkeypatch.setenv("COLUMNS", "300")  # long paths on one line
+
+    code, out, _ = run_main(capsys, "verify", "--json", tmp_path)
+
+    assert code == 2
+    report = json.loads(out)
+    assert report["exitStatus"] == 2
+    assert report["summary"]["logs"] == 2
+    assert report["summary"]["ok"] == 1 and report["summary"]["unreadable"] == 1
+    unreadable = report["logs"][1]
+    assert unreadable["path"] == str(locked) and unreadable["format"] == "directory"
+    assert unreadable["status"] == "unreadable"
+    assert unreadable["problems"] == [
+        {"check": "read", "message": "PermissionError: Permission denied"}
+    ]
+
+    code, out, _ = run_main(capsys, "verify", tmp_path)
+    assert code == 2
+    assert "Verified 1 log(s); 1 path(s) could not be read" in out
+    assert f"{locked}{os.sep}" in out
+
+
+def test_verify_checks_every_named_file_when_one_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = write_clean(tmp_path / "first.jsonl")
+    locked = write_clean(tmp_path / "locked.jsonl")
+    last = write_clean(tmp_path / "last.jsonl")
+    deny_reading(monkeypatch, locked)
+
+    code, out, _ = run_main(capsys, "verify", "--json", first, locked, last)
+
+    assert code == 2
+    report = json.loads(out)
+    assert {log["path"]: log["status"] for log in report["logs"]} == {
+        str(first): "ok",
+        str(locked): "unreadable",
+        str(last): "ok",
+    }
+
+
+def test_verify_counts_dangling_links_and_fifos_named_like_logs(tmp_path: Path) -> None:
+    # Real file-system objects that cannot be read, even by root.
+    write_clean(tmp_path / "tree" / "good.jsonl")
+    (tmp_path / "tree" / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    os.mkfifo(tmp_path / "tree" / "pipe.jsonl")
+    (tmp_path / "tree" / "notes.fifo").symlink_to(tmp_path / "nowhere")  # not a log: passed over
+    named_gone = tmp_path / "named-gone.jsonl"
+    named_gone.symlink_to(tmp_path / "nowhere.jsonl")
+    bad = corrupt_copy(tmp_path, "bad")
+
+    code, report = run_json("verify", named_gone, tmp_path / "tree", bad, timeout=60)
+
+    assert code == 1  # invalid outranks unreadable
+    statuses = {Path(log["path"]).name: log["status"] for log in report["logs"]}
+    assert statuses == {
+        "named-gone.jsonl": "unreadable",
+        "gone.jsonl": "unreadable",
+        "pipe.jsonl": "unreadable",
+        "good.jsonl": "ok",
+        "bad.jsonl": "invalid",
+    }
+    reasons = {Path(log["path"]).name: log["problems"] for log in report["logs"]}
+    assert reasons["pipe.jsonl"] == [
+        {"check": "read", "message": "NotRegularFile: not a regular file (a FIFO)"}
+    ]
+    assert reasons["gone.jsonl"][0]["message"].startswith("FileNotFoundError:")
+    assert report["summary"]["unreadable"] == 3 and report["summary"]["logs"] == 5
+
+    code, report = run_json("verify", named_gone, tmp_path / "tree", timeout=60)
+    assert code == 2  # nothing invalid: the unreadable paths decide
+
+
+# item 14: control characters from a log are escaped in everything printed
+
+
+def test_inspect_escapes_terminal_control_sequences_from_the_log(tmp_path: Path) -> None:
+    title, clear, csi = "\x1b]0;PWNED\x07", "\x1b[2J", "\x9b31m"
+    b = Builder()
+    b.add("turn/start", {"turn": 1})
+    b.user(f"u1{clear}", f"hello {title} world {csi}red\rover")
+    b.add("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    head = {**header(f"s{title}"), "cwd": f"/x{clear}\r"}
+    path = tmp_path / "escapes.jsonl"
+    path.write_bytes(write_jsonl(head, b.events))
+
+    proc = run("inspect", path)
+
+    assert proc.returncode == 0
+    assert raw_controls(proc.stdout) == set()
+    for shown in ("s\\x1b]0;PWNED\\x07", "/x\\x1b[2J\\r", "u1\\x1b[2J", "\\x9b31mred over"):
+        assert shown in proc.stdout, shown
+
+    code, doc = run_json("inspect", path)
+    assert code == 0
+    assert raw_controls(run("inspect", "--json", path).stdout) == set()
+    assert doc["header"]["id"] == f"s{title}"  # JSON escapes say exactly what the log holds
+    assert doc["messages"][0]["content"][0]["preview"] == f"hello {title} world {csi}red over"
+
+
+def test_error_lines_and_verify_tables_escape_control_characters(tmp_path: Path) -> None:
+    future = tmp_path / "future.jsonl"
+    future.write_text(
+        json.dumps({"type": "session", "version": 2, "id": "f\x1b]0;PWNED\x07", "createdAt": 0})
+        + "\n"
+    )
+
+    proc = run("inspect", future)
+    assert proc.returncode == 3
+    assert raw_controls(proc.stderr) == set() and "f\\x1b]0;PWNED\\x07" in proc.stderr
+
+    proc = run("verify", tmp_path)
+    assert proc.returncode == 3
+    assert raw_controls(proc.stdout) == set() and "f\\x1b]0;PWNED\\x07" in proc.stdout
+
+
+# item 15: non-regular files are refused, hidden directories passed over, --exclude
+
+
+def test_inspect_and_repair_refuse_a_fifo_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+
+    for args in (("inspect", fifo), ("repair", fifo), ("repair", "--dry-run", fifo)):
+        proc = run(*args, timeout=30)
+        assert proc.returncode == 2, args
+        assert proc.stderr == f"session-kernel: {fifo}: not a regular file (a FIFO)\n"
+
+    code, report = run_json("verify", fifo, timeout=30)
+    assert code == 2 and report["logs"][0]["status"] == "unreadable"
+
+
+def test_verify_passes_over_hidden_directories_and_files_unless_asked(tmp_path: Path) -> None:
+    write_clean(tmp_path / "a.jsonl")
+    (tmp_path / ".mypy_cache").mkdir()
+    corrupt_copy(tmp_path / ".mypy_cache", "cached")
+    (tmp_path / ".#a.jsonl").symlink_to("user@host.1234")  # an editor's lock: a dangling link
+
+    code, report = run_json("verify", ".", cwd=tmp_path)
+    assert code == 0
+    assert [log["path"] for log in report["logs"]] == ["a.jsonl"]
+
+    code, report = run_json("verify", "--hidden", ".", cwd=tmp_path)
+    assert code == 1
+    assert {log["path"]: log["status"] for log in report["logs"]} == {
+        ".#a.jsonl": "unreadable",
+        ".mypy_cache/cached.jsonl": "invalid",
+        "a.jsonl": "ok",
+    }
+
+    code, report = run_json("verify", ".mypy_cache", cwd=tmp_path)  # named: always taken
+    assert code == 1 and report["summary"]["invalid"] == 1
+
+
+def test_verify_exclude_passes_over_matching_names_and_paths(tmp_path: Path) -> None:
+    write_clean(tmp_path / "keep" / "a.jsonl")
+    corrupt_copy(tmp_path / "keep", "old.bak")
+    (tmp_path / "archive").mkdir()
+    corrupt_copy(tmp_path / "archive", "x")
+    (tmp_path / "nested" / "deep").mkdir(parents=True)
+    corrupt_copy(tmp_path / "nested" / "deep", "y")
+
+    code, report = run_json("verify", tmp_path)
+    assert code == 1 and report["summary"]["invalid"] == 3
+
+    code, report = run_json(
+        "verify",
+        "--exclude",
+        "archive",
+        "--exclude",
+        "*.bak.jsonl",
+        "--exclude",
+        "*/nested/deep",
+        tmp_path,
+    )
+    assert code == 0
+    assert [log["path"] for log in report["logs"]] == [str(tmp_path / "keep" / "a.jsonl")]

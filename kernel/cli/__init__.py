@@ -1,13 +1,14 @@
 """The `session-kernel` command: inspect, verify and repair stored session logs.
 
     session-kernel inspect LOG [--session ID] [--json]
-    session-kernel verify PATH... [--jobs N] [--json]
+    session-kernel verify PATH... [--jobs N] [--exclude GLOB]... [--hidden] [--json]
     session-kernel repair LOG [--session ID] [--dry-run] [--json]
 
 LOG is a `.jsonl`, `.jsonl.zstd` or SQLite file. Every decision comes from the
 pure kernel; this package only reads files, commits repairs through the store
-and prints. Bad input ends in one line naming the error class, never a
-traceback; the exit statuses are listed in `kernel.cli.exits`.
+and prints. Whatever goes wrong ends in one line naming the log and the error
+class, never a traceback (an unexpected exception is an internal error, exit
+4); the exit statuses are listed in `kernel.cli.exits`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ def _run_inspect(args: argparse.Namespace, now: int) -> int:
 def _run_verify(args: argparse.Namespace, now: int) -> int:
     from kernel.cli.verifying import run_verify
 
-    return run_verify(args.paths, jobs=args.jobs, as_json=args.json, now=now)
+    return run_verify(
+        args.paths,
+        jobs=args.jobs,
+        as_json=args.json,
+        now=now,
+        exclude=args.exclude,
+        hidden=args.hidden,
+    )
 
 
 def _run_repair(args: argparse.Namespace, now: int) -> int:
@@ -107,9 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="check admission, invariants, repairability and tool pairing of many logs",
         description=_wrap(
             "Verify every log under the given files and directories (directories "
-            "are searched recursively for *.jsonl, *.jsonl.zstd and SQLite databases): it must "
+            "are searched recursively for *.jsonl, *.jsonl.zstd and SQLite databases, "
+            "passing over hidden files and directories): it must "
             "load, satisfy the relational invariants, repair cleanly, and give a message "
-            "history in which every tool call is answered."
+            "history in which every tool call is answered. A path that cannot be read is "
+            "reported as unreadable, and the other logs are still verified."
         ),
         epilog=exits.EPILOG,
         formatter_class=formatter,
@@ -117,6 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("paths", metavar="PATH", nargs="+", help="log files or directories")
     verify.add_argument(
         "--jobs", "-j", type=_jobs, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    verify.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="pass over files and directories whose name or path matches GLOB (repeatable)",
+    )
+    verify.add_argument(
+        "--hidden",
+        action="store_true",
+        help="also search hidden files and directories (names starting with a dot)",
     )
     verify.add_argument("--json", action="store_true", help="print one JSON report")
     verify.set_defaults(run=_run_verify)
@@ -170,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         error_line("interrupted")
         return exits.INTERRUPTED
+    except Exception as exc:  # a bug, not a verdict on the log: still one line
+        error_line(f"{_target(args)}internal error: {type(exc).__name__}: {exc}")
+        return exits.INTERNAL
 
 
 def _silence_stdout() -> None:

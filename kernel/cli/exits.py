@@ -4,14 +4,20 @@
      final turn that repairs cleanly, still counts as success)
 1    a log is invalid: corrupt (`CorruptLog`), inadmissible, or (`verify`) it
      breaks a relational invariant, fails repair or provider tool pairing
-2    usage: bad arguments, a path that does not exist, no logs found; for
-     `inspect`/`repair` also a log that cannot be read (`verify` counts an
-     unreadable log as invalid)
+2    usage: bad arguments, no logs found; a path that cannot be read (missing,
+     no permission, a dangling link, a directory that cannot be listed) or is
+     not a regular file (a FIFO, a device). `inspect`/`repair` stop there;
+     `verify` reports it as `unreadable`, verifies everything else, and exits 2
+     when nothing is invalid
 3    a log is in a format this reader does not support (`UnsupportedFormat`),
-     and none is invalid
-4    internal error: the kernel raised something other than a `KernelError`
-     (a bug, not a verdict on the log)
+     and none is invalid or unreadable
+4    internal error: anything raised that is neither a `KernelError` nor an
+     `OSError` (a bug, not a verdict on the log); one line on stderr, never a
+     traceback. `verify` gives the log status `error` and carries on
 130  interrupted (Ctrl-C)
+
+For `verify` the worst status found decides: error (4), then invalid (1), then
+unreadable (2), then unsupported (3).
 """
 
 from __future__ import annotations
@@ -33,9 +39,10 @@ exit status:
        final turn that repairs cleanly still counts as success)
   1    a log is invalid: corrupt, inadmissible, or (verify) it breaks a
        relational invariant, fails repair, or fails provider tool pairing
-  2    usage error: bad arguments, missing path, no logs found, or
-       (inspect/repair) the log cannot be read
-  3    a log uses a format this reader does not support (and none is invalid)
-  4    internal error (a kernel bug, not a verdict on the log)
+  2    usage error: bad arguments or no logs found; or a path cannot be read
+       or is not a regular file (verify: reported as unreadable, none invalid)
+  3    a log uses a format this reader does not support (and none is invalid
+       or unreadable)
+  4    internal error (a bug, not a verdict on the log)
   130  interrupted
 """

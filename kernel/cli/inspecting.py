@@ -15,7 +15,15 @@ from rich.console import Console, Group
 from rich.text import Text
 
 from kernel.cli import analysis
-from kernel.cli.output import key_values, print_json, seq_ranges, stdout_console, table, text
+from kernel.cli.output import (
+    key_values,
+    print_json,
+    printable_doc,
+    seq_ranges,
+    stdout_console,
+    table,
+    text,
+)
 from kernel.cli.sources import JSONL, SQLITE, Opened, kind_of, open_logs
 
 __all__ = ("report", "run_inspect", "render")
@@ -99,7 +107,8 @@ def _truncation(repair: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def render(doc: dict[str, Any]) -> Group:
-    """The tables of one inspect report."""
+    """The tables of one inspect report (every string from the log made `printable`)."""
+    doc = printable_doc(doc)
     source = doc["source"]
     title = Text.assemble(
         ("session ", "bold"),

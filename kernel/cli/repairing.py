@@ -15,7 +15,7 @@ from rich.text import Text
 
 from kernel.cli import analysis, exits
 from kernel.cli.inspecting import kind_of_path
-from kernel.cli.output import key_values, print_json, stdout_console, table, text
+from kernel.cli.output import key_values, print_json, printable_doc, stdout_console, table, text
 from kernel.cli.sources import SQLITE, open_log
 from kernel.cli.sqlite import repair_sqlite
 from kernel.store.jsonl import repair_file
@@ -44,6 +44,7 @@ def repair_document(report: RepairReport, *, dry_run: bool) -> dict[str, Any]:
 
 def render(doc: dict[str, Any]) -> Group:
     """What a repair did (or, with --dry-run, would do), in words and a closer table."""
+    doc = printable_doc(doc)
     verb_cut, verb_add = (
         ("would truncate", "would append") if doc["dryRun"] else ("truncated", "appended")
     )

@@ -3,12 +3,16 @@
 The I/O edge of the command. A file's kind comes from its name (`.jsonl`,
 `.jsonl.zstd`) or its first bytes (SQLite's magic header); each stored session
 becomes one `Opened` value (header, durable prefix, closers, torn-tail facts)
-computed by the kernel's pure load pipeline or the SQLite store.
+computed by the kernel's pure load pipeline or the SQLite store. Only regular
+files are ever opened: a FIFO or a device would block or never end.
 """
 
 from __future__ import annotations
 
+import errno
+import fnmatch
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -29,7 +33,13 @@ __all__ = (
     "ZSTD",
     "SQLITE",
     "SQLITE_MAGIC",
+    "DIRECTORY",
     "Opened",
+    "NotRegularFile",
+    "Unreadable",
+    "Discovery",
+    "describe_os_error",
+    "read_regular",
     "kind_of",
     "discover",
     "open_logs",
@@ -42,6 +52,8 @@ __all__ = (
 JSONL: Final = "jsonl"
 ZSTD: Final = "jsonl.zstd"
 SQLITE: Final = "sqlite"
+DIRECTORY: Final = "directory"
+"""The `format` of an unreadable directory in a verify report."""
 
 SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 _ZSTD_MAGIC: Final = ZSTD_MAGIC.to_bytes(4, "little")
@@ -75,9 +87,46 @@ class Opened:
         return header_to_json(self.header)
 
 
+class NotRegularFile(OSError):
+    """A path that is not a regular file (a FIFO, socket or device): never opened."""
+
+
+_FILE_TYPES: Final = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _require_regular(mode: int, path: str | Path) -> None:
+    if stat.S_ISREG(mode):
+        return
+    what = next((name for test, name in _FILE_TYPES if test(mode)), "not a file")
+    raise NotRegularFile(errno.EINVAL, f"not a regular file ({what})", str(path))
+
+
+def describe_os_error(exc: OSError) -> str:
+    """`ClassName: reason` of a failed read, without the path (the report names it)."""
+    return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+
+def read_regular(path: str | Path, limit: int = -1) -> bytes:
+    """The bytes of a regular file (the first `limit` of them when `limit >= 0`).
+
+    Raises `NotRegularFile` for anything else, before a read could block: the
+    path is checked, then opened without blocking and checked again.
+    """
+    _require_regular(os.stat(path).st_mode, path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        _require_regular(os.fstat(fd).st_mode, path)
+        return handle.read(limit)
+
+
 def _head(path: Path, size: int = 16) -> bytes:
-    with path.open("rb") as handle:
-        return handle.read(size)
+    return read_regular(path, size)
 
 
 def _kind_by_name(name: str) -> str | None:
@@ -92,7 +141,8 @@ def kind_of(path: Path) -> str | None:
     """The kind of a log file: SQLite or Zstandard by magic bytes, else by name; None if neither.
 
     Magic bytes win over the name, as they do for the store (`repair_file`
-    tells Zstandard from plain JSONL by the first bytes).
+    tells Zstandard from plain JSONL by the first bytes). Raises `OSError`
+    (`NotRegularFile` for a FIFO or device) when the file cannot be read.
     """
     head = _head(path)
     if head == SQLITE_MAGIC:
@@ -102,42 +152,103 @@ def kind_of(path: Path) -> str | None:
     return _kind_by_name(path.name)
 
 
-def _sniff(path: Path) -> str | None:
-    """The kind of a file met in a directory walk: a log by name, or a SQLite database.
+@attrs.frozen
+class Unreadable:
+    """A path `verify` was asked about, or met, and could not read.
 
-    An unreadable file named like a log is kept (verify reports it); any
-    other unreadable or unrelated file is skipped.
+    `format` is the log kind the name promises, `DIRECTORY`, or None for an
+    unreadable file named on the command line whose name promises nothing.
+    """
+
+    path: str
+    format: str | None
+    reason: str
+
+
+@attrs.frozen
+class Discovery:
+    """What a search for logs found: `(path, kind)` of each log, and what could not be read."""
+
+    logs: tuple[tuple[str, str], ...]
+    unreadable: tuple[Unreadable, ...]
+
+
+def _skipped(name: str, path: str, *, exclude: Sequence[str], hidden: bool) -> bool:
+    """Whether a directory walk passes over an entry: hidden, or matched by an exclude glob."""
+    if name.startswith(".") and not hidden:
+        return True
+    return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(path, g) for g in exclude)
+
+
+def _walked_file(path: Path) -> tuple[str, str] | Unreadable | None:
+    """A file met in a directory walk: a log, an unreadable log, or None (not a log).
+
+    A file is a log when it is named like one, or when it is a SQLite
+    database. A file named like a log that cannot be read (no permission, a
+    dangling link, a FIFO) is unreadable; any other file that cannot be read
+    cannot be recognised, and is passed over.
     """
     by_name = _kind_by_name(path.name)
     try:
         kind = kind_of(path)
-    except OSError:
-        return by_name
-    return kind if by_name is not None or kind == SQLITE else None
+    except OSError as exc:
+        return None if by_name is None else Unreadable(str(path), by_name, describe_os_error(exc))
+    if kind is None or (by_name is None and kind != SQLITE):
+        return None
+    return (str(path), kind)
 
 
-def discover(paths: Sequence[str]) -> list[tuple[str, str]]:
-    """Every log under `paths` as `(path, kind)`, sorted; directories are walked recursively.
+def discover(
+    paths: Sequence[str], *, exclude: Sequence[str] = (), hidden: bool = False
+) -> Discovery:
+    """Every log under `paths`, sorted; directories are walked recursively.
 
     A file named on the command line is taken whatever its name (its kind by
     magic bytes, else JSONL); inside directories only `*.jsonl`, `*.jsonl.zstd`
-    and SQLite databases are picked. A missing path raises `FileNotFoundError`.
+    and SQLite databases are picked, hidden entries (a name starting with a
+    dot) are passed over unless `hidden`, and so is every file and directory
+    whose name or path matches a glob of `exclude`. A named path that does not
+    exist or cannot be read, a directory that cannot be listed, and a log that
+    cannot be read are all reported in `unreadable`, and the search goes on.
     """
     found: dict[str, str] = {}
+    unreadable: dict[str, Unreadable] = {}
+
+    def keep(item: tuple[str, str] | Unreadable | None) -> None:
+        if isinstance(item, Unreadable):
+            unreadable[item.path] = item
+        elif item is not None:
+            found[item[0]] = item[1]
+
     for given in paths:
         root = Path(given)
-        if root.is_dir():
-            for directory, dirs, files in os.walk(root):
-                dirs.sort()
-                for name in sorted(files):
-                    path = Path(directory, name)
-                    if path.is_file() and (kind := _sniff(path)) is not None:
-                        found[str(path)] = kind
-        elif root.exists():
-            found[str(root)] = kind_of(root) or JSONL
-        else:
-            raise FileNotFoundError(2, "no such file or directory", given)
-    return sorted(found.items())
+        try:
+            mode = os.stat(root).st_mode
+        except OSError as exc:
+            keep(Unreadable(str(root), _kind_by_name(root.name), describe_os_error(exc)))
+            continue
+        if not stat.S_ISDIR(mode):
+            try:
+                keep((str(root), kind_of(root) or JSONL))
+            except OSError as exc:
+                keep(Unreadable(str(root), _kind_by_name(root.name), describe_os_error(exc)))
+            continue
+        errors: list[OSError] = []
+        for directory, dirs, files in os.walk(root, onerror=errors.append):
+            dirs[:] = sorted(
+                name
+                for name in dirs
+                if not _skipped(name, str(Path(directory, name)), exclude=exclude, hidden=hidden)
+            )
+            for name in sorted(files):
+                path = Path(directory, name)
+                if not _skipped(name, str(path), exclude=exclude, hidden=hidden):
+                    keep(_walked_file(path))
+        for failure in errors:
+            where = str(Path(failure.filename)) if failure.filename is not None else str(root)
+            keep(Unreadable(where, DIRECTORY, describe_os_error(failure)))
+    failed = sorted(unreadable.values(), key=lambda item: item.path)
+    return Discovery(tuple(sorted(found.items())), tuple(failed))
 
 
 def opened_from_loaded(path: str, kind: str, loaded: Loaded) -> Opened:
@@ -183,7 +294,7 @@ def open_log(path: str, kind: str, *, session: str | None, now: int) -> Opened:
         if session is None:
             raise SessionNotFound("a SQLite database needs a session id")
         return opened_from_stored(path, inspect_sqlite(path, session=session, now=now))
-    data = Path(path).read_bytes()
+    data = read_regular(path)
     load = load_jsonl_zstd if kind == ZSTD else load_jsonl
     with paused_collector():
         loaded = load(data, session_id=session, now=now)

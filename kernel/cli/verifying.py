@@ -11,10 +11,12 @@ interrupted final turn that the closers repair cleanly), or `ok`.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Final
 
 from rich.console import Console, Group
@@ -22,8 +24,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from kernel.cli import analysis, exits
-from kernel.cli.output import print_json, stderr_console, stdout_console, table, text
-from kernel.cli.sources import Opened, discover, open_log, session_ids
+from kernel.cli.output import (
+    print_json,
+    printable_doc,
+    stderr_console,
+    stdout_console,
+    table,
+    text,
+)
+from kernel.cli.sources import (
+    DIRECTORY,
+    Opened,
+    Unreadable,
+    describe_os_error,
+    discover,
+    open_log,
+    session_ids,
+)
 from kernel.errors import KernelError, UnsupportedFormat
 
 __all__ = (
@@ -31,13 +48,14 @@ __all__ = (
     "PROGRESS_THRESHOLD",
     "verify_opened",
     "verify_file",
+    "unreadable_result",
     "summarize",
     "exit_status",
     "run_verify",
 )
 
-STATUSES: Final = ("ok", "repairable", "torn", "invalid", "unsupported", "error")
-"""Every status a log can get, from best to worst."""
+STATUSES: Final = ("ok", "repairable", "torn", "invalid", "unreadable", "unsupported", "error")
+"""Every status a log can get, in the order the summary lists them (see `exit_status`)."""
 
 _PASSING: Final = frozenset({"ok", "repairable", "torn"})
 
@@ -71,14 +89,9 @@ def verify_opened(opened: Opened) -> dict[str, Any]:
     }
 
 
-def _failure(path: str, kind: str, session: str | None, exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, UnsupportedFormat):
-        status = "unsupported"
-    elif isinstance(exc, (KernelError, OSError)):
-        status = "invalid"
-    else:
-        status = "error"
-    check = "read" if isinstance(exc, OSError) else "admission"
+def _entry(
+    path: str, kind: str | None, session: str | None, status: str, check: str, message: str
+) -> dict[str, Any]:
     return {
         "path": path,
         "format": kind,
@@ -87,8 +100,25 @@ def _failure(path: str, kind: str, session: str | None, exc: BaseException) -> d
         "events": None,
         "closers": [],
         "tail": None,
-        "problems": [{"check": check, "message": f"{type(exc).__name__}: {exc}"}],
+        "problems": [{"check": check, "message": message}],
     }
+
+
+def _failure(path: str, kind: str, session: str | None, exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, OSError):
+        return _entry(path, kind, session, "unreadable", "read", describe_os_error(exc))
+    if isinstance(exc, UnsupportedFormat):
+        status = "unsupported"
+    elif isinstance(exc, KernelError):
+        status = "invalid"
+    else:
+        status = "error"
+    return _entry(path, kind, session, status, "admission", f"{type(exc).__name__}: {exc}")
+
+
+def unreadable_result(item: Unreadable) -> dict[str, Any]:
+    """The report entry of a path the search could not read: status `unreadable`, check `read`."""
+    return _entry(item.path, item.format, None, "unreadable", "read", item.reason)
 
 
 def verify_file(path: str, kind: str, now: int) -> list[dict[str, Any]]:
@@ -118,11 +148,14 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, int]:
 
 
 def exit_status(summary: dict[str, int]) -> int:
-    """The exit status of a verify run (see `kernel.cli.exits`)."""
+    """The exit status of a verify run (see `kernel.cli.exits`): the worst status found,
+    `error` before `invalid` before `unreadable` before `unsupported`."""
     if summary["error"]:
         return exits.INTERNAL
     if summary["invalid"]:
         return exits.INVALID
+    if summary["unreadable"]:
+        return exits.USAGE
     if summary["unsupported"]:
         return exits.UNSUPPORTED
     return exits.OK
@@ -148,10 +181,15 @@ def _verify_all(
     chunk = max(1, min(16, len(files) // (jobs * 4)))
     # spawn, not fork: the progress bar's refresh thread may hold a lock at fork time
     context = multiprocessing.get_context("spawn")
+    done = 0
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        for found in pool.map(verify_file, paths, kinds, [now] * len(files), chunksize=chunk):
-            results.extend(found)
-            advance()
+        try:
+            for found in pool.map(verify_file, paths, kinds, [now] * len(files), chunksize=chunk):
+                results.extend(found)
+                done += 1
+                advance()
+        except BrokenProcessPool as exc:  # a worker died: what it had not reported is an error
+            results.extend(_failure(path, kind, None, exc) for path, kind in files[done:])
     return results
 
 
@@ -177,6 +215,7 @@ _STYLE: Final = {
     "repairable": "cyan",
     "torn": "yellow",
     "invalid": "bold red",
+    "unreadable": "bold yellow",
     "unsupported": "magenta",
     "error": "bold red",
 }
@@ -186,16 +225,22 @@ _MEANING: Final = {
     "repairable": "interrupted final turn; the closers repair it cleanly",
     "torn": "torn tail after the last turn/end; repair truncates it",
     "invalid": "corrupt, inadmissible, or a check failed",
+    "unreadable": "could not be read: missing, no permission, not a regular file",
     "unsupported": "a format this reader does not support",
     "error": "internal error (kernel bug)",
 }
 
 
 def render(results: Sequence[dict[str, Any]], summary: dict[str, int]) -> Group:
-    """The summary table, then one row per log that is not plainly ok."""
+    """The summary table, then one row per log that is not plainly ok (all text `printable`)."""
+    results = printable_doc(results)
+    unreadable = summary["unreadable"]
+    title = f"Verified {summary['logs'] - unreadable} log(s)"
+    if unreadable:
+        title += f"; {unreadable} path(s) could not be read"
     parts: list[Any] = [
         table(
-            f"Verified {summary['logs']} log(s)",
+            title,
             ("status", "logs", "meaning"),
             [
                 [text(status, _STYLE[status]), summary[status], _MEANING[status]]
@@ -214,7 +259,9 @@ def render(results: Sequence[dict[str, Any]], summary: dict[str, int]) -> Group:
         if status in _PASSING and shown[status] > _DETAIL_ROWS:
             continue
         name = result["path"]
-        if result["format"] == "sqlite" and result["session"] is not None:
+        if result["format"] == DIRECTORY:
+            name = f"{name}{os.sep}"
+        elif result["format"] == "sqlite" and result["session"] is not None:
             name = f"{name} [{result['session']}]"
         rows.append([text(status, _STYLE[status]), name, _reason(result)])
     if rows:
@@ -225,11 +272,24 @@ def render(results: Sequence[dict[str, Any]], summary: dict[str, int]) -> Group:
     return Group(*parts)
 
 
-def run_verify(paths: Sequence[str], *, jobs: int, as_json: bool, now: int) -> int:
-    """Verify every log under `paths`; print the report; return the exit status."""
-    files = discover(paths)
-    if not files:
+def run_verify(
+    paths: Sequence[str],
+    *,
+    jobs: int,
+    as_json: bool,
+    now: int,
+    exclude: Sequence[str] = (),
+    hidden: bool = False,
+) -> int:
+    """Verify every log under `paths`; print the report; return the exit status.
+
+    `exclude` and `hidden` choose what a directory walk passes over (see
+    `sources.discover`); paths named in `paths` are always taken.
+    """
+    found = discover(paths, exclude=exclude, hidden=hidden)
+    if not found.logs and not found.unreadable:
         raise FileNotFoundError(2, "no logs found (*.jsonl, *.jsonl.zstd, SQLite)", " ".join(paths))
+    files = list(found.logs)
     err: Console = stderr_console()
     show_progress = not as_json and sys.stderr.isatty() and len(files) >= PROGRESS_THRESHOLD
     if show_progress:
@@ -243,6 +303,7 @@ def run_verify(paths: Sequence[str], *, jobs: int, as_json: bool, now: int) -> i
             results = _verify_all(files, jobs, now, progress)
     else:
         results = _verify_all(files, jobs, now, None)
+    results.extend(unreadable_result(item) for item in found.unreadable)
     results.sort(key=lambda r: (r["path"], r["session"] or ""))
     summary = summarize(results)
     status = exit_status(summary)
