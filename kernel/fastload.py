@@ -92,7 +92,8 @@ class _StoredLine(msgspec.Struct, gc=False):
     """An event line whose payload and envelope member order are read when first needed.
 
     The source of the event's lazy `data` and its `wire_order`: `build` parses the
-    line as the exact pipeline does, keeps the member order and lets the line go.
+    line as the exact pipeline does and keeps the member order; `lossless` looks at
+    the line's numbers only when asked (seeding asks).
     """
 
     line: bytes
@@ -109,9 +110,6 @@ class _StoredLine(msgspec.Struct, gc=False):
         value = parse_json(self.line)
         if self.order is None:
             self.order = _interned(tuple(value))
-        if self.clean is None:
-            self.clean = _no_lossy_number(self.line)
-        self.line = b""
         return value["data"]
 
     def keys(self) -> tuple[str, ...]:

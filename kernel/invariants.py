@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
+import msgspec
 
 from kernel.errors import (
     EventShapeError,
@@ -50,7 +51,7 @@ from kernel.events import (
     TURN_START,
     Event,
 )
-from kernel.json import FrozenArray, safe_int
+from kernel.json import FrozenArray, raw, safe_int
 
 __all__ = (
     "Violation",
@@ -97,8 +98,9 @@ class Violation:
 
 
 def _data(event: Event) -> Mapping[str, Any]:
-    data = event.data
-    if not isinstance(data, Mapping):
+    """The payload's plain container (read-only here), or EventShapeError if not an object."""
+    data = raw(event.data)
+    if type(data) is not dict:
         raise EventShapeError(
             f"event seq {event.seq}: {event.type} data must be a JSON object (R12)",
             seq=event.seq,
@@ -171,9 +173,12 @@ def _open_turn_text(open_turn: int | None) -> str:
 # -- the tracker --------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class InvariantState:
-    """What the invariant tracker knows after a prefix of a log (folds.md §6.1)."""
+class InvariantState(msgspec.Struct, frozen=True, gc=False):
+    """What the invariant tracker knows after a prefix of a log (folds.md §6.1).
+
+    A msgspec struct rather than an attrs class: the fold builds one per event,
+    and this is the cheapest immutable record to build.
+    """
 
     last_seq: int = -1
     open_turn: int | None = None

@@ -111,10 +111,7 @@ class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
         """The owned container (built now if the view is lazy). Never hand it out."""
         value = self._value
         if type(value) is not dict and type(value) is not list:
-            source = value
-            value = self._value = source.build()
-            if source.lossless:
-                self._lossless = True
+            value = self._value = value.build()
         return value
 
     @classmethod
@@ -403,8 +400,8 @@ def checked_as(value: Any) -> str | None:
 def known_lossless(value: Any) -> bool:
     """Whether `value` is a frozen view known to hold lossless JSON (R1), without a walk.
 
-    A lazy view asks its source, which may know without building the value. False
-    means "not known", not "lossy": `admit_json` decides that.
+    A lazy view not built yet asks its source, which may know without building the
+    value. False means "not known", not "lossy": `admit_json` decides that.
     """
     t = type(value)
     if t is not FrozenObject and t is not FrozenArray:
@@ -481,10 +478,8 @@ def admit_json(value: Any) -> Any:
     t = type(value)
     if t is not dict and t is not list and t is not FrozenObject and t is not FrozenArray:
         return _check_scalar(value, [])
-    if t is FrozenObject or t is FrozenArray:
-        container = value._raw  # a lazy view may learn here that its value is lossless
-        if value._lossless:
-            return container
+    if (t is FrozenObject or t is FrozenArray) and known_lossless(value):
+        return value._raw
     root: list[Any] = []
     # Each frame: (source items iterator, destination container, id of source, path length)
     active: set[int] = set()
