@@ -191,7 +191,7 @@ def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
             ASSISTANT_CHUNK,
             seq0 + k,
             times[k],
-            lazy_view(FrozenObject, member(row, k), True, ASSISTANT_CHUNK),
+            FrozenObject(member(row, k), True, None, None, ASSISTANT_CHUNK),  # a lazy view
             None,
             None,
             False,
@@ -217,8 +217,8 @@ def _line_event(line: bytes, event_type: str, wire: Envelope) -> Event:
             data = lazy_view(FrozenArray, stored, False, event_type)
         else:
             data = view(stored.build())
-    else:
-        data = lazy_view(FrozenObject, stored, False, event_type)
+    else:  # `lazy_view(FrozenObject, stored, False, event_type)`, without the call
+        data = FrozenObject(stored, False, None, None, event_type)
     ignorable = wire.ignorable is True
     if event_type in SURFACE_TYPES:
         op_wire = wire.surfaceOp  # type: ignore[attr-defined]
