@@ -41,6 +41,7 @@ from kernel.json import (
     is_number,
     raw,
     safe_int,
+    summary,
 )
 from kernel.surface import PRESENT_NULL, check_surface_marker
 
@@ -55,6 +56,7 @@ __all__ = (
     "turn_end_reason_ok",
     "WireEvent",
     "admit_wire_event",
+    "admit_parsed",
     "HEADER_REASONS",
 )
 
@@ -181,11 +183,14 @@ def check_request_header(data: Any, where: str) -> None:
             )
     extra = [k for k in data if k not in _DATA_KEYS] + [k for k in header if k not in _HEADER_KEYS]
     if extra:
-        raise RequestHeaderShapeError(f"{where}: request/header has unknown keys {extra} (R11d)")
+        raise RequestHeaderShapeError(
+            f"{where}: request/header has unknown keys {summary(extra)} (R11d)"
+        )
     reason = data.get("reason")
     if type(reason) is not str or reason not in HEADER_REASONS:
         raise RequestHeaderShapeError(
-            f"{where}: request/header reason {reason!r} is not initial/resume/change/series (R11e)"
+            f"{where}: request/header reason {summary(reason)} is not "
+            "initial/resume/change/series (R11e)"
         )
     if "startsSeries" in data and (data["startsSeries"] is not True or reason != "change"):
         raise RequestHeaderShapeError(
@@ -392,6 +397,80 @@ def check_payload(event_type: str, data: Any, where: str) -> None:
             raise EventShapeError(f"{where}: {event_type} {problem} (R12)")
 
 
+# -- restore: values as a JSON parser gives them ------------------------------------------------
+
+_PARSED_SCALARS = frozenset({str, bool, type(None), int, float})
+
+
+def admit_parsed(value: Any, where: str) -> Any:
+    """What restore admits in place of R1: a value a JSON parser can give, copied.
+
+    Restore takes numbers as parsed (admission.md §3.2: `-0.0`, infinities and
+    integers of any size stay), but a value no parser gives (a key that is not a
+    string, a tuple, a cycle, NaN, any other object) is `NotLosslessJson`: the
+    writer could not spell it. Returns a private copy of plain containers (the
+    caller keeps theirs); frozen views inside are the kernel's own and are
+    shared. Iterative: depth is bounded by memory.
+
+    >>> admit_parsed({"n": -0.0, "x": [float("inf")]}, "event")
+    {'n': -0.0, 'x': [inf]}
+    """
+    t = type(value)
+    if t is FrozenObject or t is FrozenArray:
+        return value._raw
+    if t is not dict and t is not list:
+        return _parsed_scalar(value, where)
+    root: Any = {} if t is dict else []
+    active = {id(value)}
+    stack = [(_items(value), root, id(value))]
+    while stack:
+        items, into, ident = stack[-1]
+        is_object = type(into) is dict
+        for key, child in items:
+            if is_object and type(key) is not str:
+                raise NotLosslessJson(
+                    f"{where}: data has the object key {summary(key)}, not a string (R1)"
+                )
+            ct = type(child)
+            if ct is dict or ct is list:
+                if id(child) in active:
+                    raise NotLosslessJson(f"{where}: data contains itself (a cycle) (R1)")
+                copy: Any = {} if ct is dict else []
+                _place(into, key, copy)
+                active.add(id(child))
+                stack.append((_items(child), copy, id(child)))
+                break
+            if ct is FrozenObject or ct is FrozenArray:
+                _place(into, key, child._raw)
+            else:
+                _place(into, key, _parsed_scalar(child, where))
+        else:
+            stack.pop()
+            active.discard(ident)
+    return root
+
+
+def _items(container: Any) -> Any:
+    return iter(container.items()) if type(container) is dict else enumerate(container)
+
+
+def _place(into: Any, key: Any, value: Any) -> None:
+    if type(into) is dict:
+        into[key] = value
+    else:
+        into.append(value)
+
+
+def _parsed_scalar(value: Any, where: str) -> Any:
+    if type(value) not in _PARSED_SCALARS:
+        raise NotLosslessJson(
+            f"{where}: data holds a {type(value).__name__}, which is not a JSON value (R1)"
+        )
+    if value != value:
+        raise NotLosslessJson(f"{where}: data holds NaN, which no JSON text spells (R1)")
+    return value
+
+
 # -- the seed/restore pipeline ------------------------------------------------------------------
 
 WireEvent = Mapping[str, Any]
@@ -405,16 +484,23 @@ def admit_wire_event(
     """Admission §3.2 steps 1-5 and R5/R6 for one wire event.
 
     Returns `(plain, type, seq, time, ignorable, op, sources)` for the surface
-    plan (R7-R9), which needs the log's state. `plain` is the kernel-owned dict
-    (a copy made by R1 when `lossless_check`, else `obj` itself).
+    plan (R7-R9), which needs the log's state. `plain` is the kernel-owned dict:
+    a copy made by R1 when `lossless_check`; else `obj` itself, or when its `data`
+    is a plain container, `obj` with a copy of it made by `admit_parsed`.
     """
     if lossless_check:
         try:
             plain = admit_json(obj)
         except NotLosslessJson as exc:
             raise NotLosslessJson(f"{where} is not lossless JSON: {exc} (R1)") from None
+    elif type(obj) is FrozenObject:
+        plain = obj._raw  # the kernel's own: admitted, or its parser's output
     else:
-        plain = obj._raw if type(obj) is FrozenObject else obj
+        plain = obj
+        if type(obj) is dict:
+            data = obj.get("data")
+            if type(data) is dict or type(data) is list:
+                plain = {**obj, "data": admit_parsed(data, where)}
     if type(plain) is dict:
         event_type_value = plain.get("type")
         if type(event_type_value) is str and event_type_value in _LEGACY_OR_HEADER:

@@ -12,10 +12,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kernel.codec import event_from_wire
+from kernel.codec import check_event, event_from_wire, iter_events
 from kernel.errors import InvalidEnvelope, KernelError, MalformedChunkRow
 from kernel.events import ASSISTANT_CHUNK, Event
-from kernel.json import MAX_SAFE_INTEGER, FrozenObject, admit_json, raw, safe_int, view
+from kernel.json import MAX_SAFE_INTEGER, FrozenObject, admit_json, raw, safe_int, summary, view
 from kernel.jsontext import encode_json_bytes
 
 __all__ = (
@@ -194,7 +194,8 @@ def pack_chunk_rows(
     `{type, seq0, time0, data}`. Without bounds this is the JSONL writer's
     packing; the SQLite layout passes `max_members=1024` and
     `max_data_bytes=1 << 20` (persistence.md §7.4). Packing is stateless per
-    call: a run split across two batches packs independently in each.
+    call: a run split across two batches packs independently in each. Each item
+    must be an `Event` whose fields have their types (`check_event` says which not).
 
     >>> e = [Event("assistant/chunk", s, 10 * s, {"turn": 1, "step": 1,
     ...       "chunk": {"type": "text-delta", "index": 0, "text": t}}) for s, t in enumerate("abc")]
@@ -202,9 +203,13 @@ def pack_chunk_rows(
     (0, 1)
     """
     if max_members is not None and (type(max_members) is not int or max_members < MIN_RUN):
-        raise KernelError(f"max_members must be an int of at least {MIN_RUN}, got {max_members!r}")
+        raise KernelError(
+            f"max_members must be an int of at least {MIN_RUN}, got {summary(max_members)}"
+        )
     if max_data_bytes is not None and (type(max_data_bytes) is not int or max_data_bytes < 0):
-        raise KernelError(f"max_data_bytes must be a non-negative int, got {max_data_bytes!r}")
+        raise KernelError(
+            f"max_data_bytes must be a non-negative int, got {summary(max_data_bytes)}"
+        )
     bounded = max_members is not None or max_data_bytes is not None
     out: list[StorageRecord] = []
     run: list[tuple[Event, _Member]] = []
@@ -218,9 +223,8 @@ def pack_chunk_rows(
             out.append(_row([m for _, m in run]))
         run.clear()
 
-    for index, event in enumerate(events):
-        if type(event) is not Event:
-            raise KernelError(f"pack_chunk_rows: item {index} is not an Event", index=index)
+    for index, item in enumerate(iter_events(events)):
+        event = check_event(item, f"pack_chunk_rows: item {index}", index)
         member = _member(event)
         if member is None:
             close_run()
@@ -260,17 +264,17 @@ def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str
         raise _malformed(where, "not an object")
     tag = row.get("type")
     if type(tag) is not str or tag not in ROW_TAGS:
-        raise _malformed(where, f"type {tag!r} is not a chunk-row tag")
+        raise _malformed(where, f"type {summary(tag)} is not a chunk-row tag")
     if len(row) != 4 or not row.keys() <= _ROW_ENVELOPE_KEYS:
         raise _malformed(
-            where, f"envelope keys {sorted(row)} are not exactly type, seq0, time0, data"
+            where, f"envelope keys {summary(list(row))} are not exactly type, seq0, time0, data"
         )
     seq0 = safe_int(row["seq0"])
     if seq0 is None or seq0 < 0:
-        raise _malformed(where, f"seq0 {row['seq0']!r} is not a non-negative safe integer")
+        raise _malformed(where, f"seq0 {summary(row['seq0'])} is not a non-negative safe integer")
     time0 = safe_int(row["time0"])
     if time0 is None:
-        raise _malformed(where, f"time0 {row['time0']!r} is not a safe integer")
+        raise _malformed(where, f"time0 {summary(row['time0'])} is not a safe integer")
     data = raw(row["data"])
     if type(data) is not dict and isinstance(data, Mapping):
         data = dict(data)
@@ -279,7 +283,9 @@ def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str
     keys = data.keys()
     if tag == TOOL_CALL_CHUNKS:
         if keys != _TOOL_ROW_KEYS and keys != _NAMED_TOOL_ROW_KEYS:
-            raise _malformed(where, f"tool-call row data keys {sorted(data)} are not allowed")
+            raise _malformed(
+                where, f"tool-call row data keys {summary(list(data))} are not allowed"
+            )
         call_id = data["id"]
         if type(call_id) is not str:
             raise _malformed(where, "id is not a string")
@@ -291,7 +297,7 @@ def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str
         members_key = "args"
     else:
         if keys != _TEXT_ROW_KEYS:
-            raise _malformed(where, f"{tag} data keys {sorted(data)} are not allowed")
+            raise _malformed(where, f"{tag} data keys {summary(list(data))} are not allowed")
         members = raw(data["texts"])
         members_key = "texts"
     turn, step, index = data["turn"], data["step"], data["index"]
@@ -303,7 +309,7 @@ def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str
         raise _malformed(where, f"{members_key} is not a non-empty array")
     for text in members:
         if type(text) is not str:
-            raise _malformed(where, f"{members_key} holds a non-string {text!r}")
+            raise _malformed(where, f"{members_key} holds a non-string {summary(text)}")
     dt = raw(data["dt"])
     if type(dt) is tuple:
         dt = list(dt)
@@ -313,7 +319,7 @@ def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str
     for gap in dt:
         g = safe_int(gap)
         if g is None:
-            raise _malformed(where, f"dt holds {gap!r}, not a safe integer")
+            raise _malformed(where, f"dt holds {summary(gap)}, not a safe integer")
         gaps.append(g)
     n = len(members)
     if len(gaps) != n - 1:
@@ -385,17 +391,17 @@ def expand_storage_records(records: Iterable[Any]) -> tuple[Event, ...]:
     """Decode stored records into events (events.md §7.5).
 
     A row-tagged object is validated and expanded (`MalformedChunkRow` when it
-    is not valid, never reinterpreted as an event); an `Event` passes through;
-    any other object is decoded as one event (R1 and the envelope rules, so a
-    caller's dict is copied). Seq contiguity is not checked here: that is the
-    storage scan's business.
+    is not valid, never reinterpreted as an event); an `Event` passes through
+    once `check_event` accepts its field types; any other object is decoded as
+    one event (R1 and the envelope rules, so a caller's dict is copied). Seq
+    contiguity is not checked here: that is the storage scan's business.
     """
     out: list[Event] = []
-    for index, record in enumerate(records):
+    for index, record in enumerate(iter_events(records)):
         where = f"storage record {index}"
         try:
             if type(record) is Event:
-                out.append(record)
+                out.append(check_event(record, where))
             elif is_chunk_row(record):
                 out.extend(expand_chunk_row(record, where))
             elif isinstance(record, Mapping):

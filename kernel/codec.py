@@ -2,23 +2,36 @@
 
 The envelope checks here (R2, the surfaceOp shape of R5/R6, the element
 checks of R7) are shared with admission, which calls them in the order
-admission.md §3 fixes. `event_from_json` runs them standalone.
+admission.md §3 fixes. `event_from_json` runs them standalone. `check_event`
+is the same rules for an `Event` a caller hands in: msgspec does not check
+field types, so an `Event` may hold anything until it is checked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final
 
 from kernel.errors import (
     InvalidEnvelope,
+    KernelError,
     NotLosslessJson,
     ProvenanceError,
     SessionHeaderError,
     SurfaceMarkerError,
 )
-from kernel.events import APPEND, LIVE_ORDER, Event, Replace, SessionHeader, wire_order_of
+from kernel.events import (
+    APPEND,
+    LIVE_ORDER,
+    Append,
+    Event,
+    Replace,
+    SessionHeader,
+    wire_order_of,
+)
 from kernel.json import (
     MAX_SAFE_INTEGER,
     FrozenArray,
@@ -26,6 +39,7 @@ from kernel.json import (
     admit_json,
     raw,
     safe_int,
+    summary,
     thaw,
     view,
 )
@@ -41,6 +55,12 @@ __all__ = (
     "parse_source_seqs",
     "event_from_wire",
     "ENVELOPE_KEYS",
+    "EVENT_DATA_TYPES",
+    "check_event",
+    "check_events",
+    "event_sequence",
+    "iter_events",
+    "ill_typed_events_reported",
 )
 
 ENVELOPE_KEYS = frozenset(
@@ -60,8 +80,8 @@ def check_envelope(obj: Any, where: str) -> tuple[str, int, int, bool]:
     if type(obj) is not dict and not isinstance(obj, Mapping):
         raise InvalidEnvelope(f"{where}: an event must be a JSON object (R2)")
     if not obj.keys() <= ENVELOPE_KEYS:
-        extra = sorted(str(k) for k in obj if k not in ENVELOPE_KEYS)
-        raise InvalidEnvelope(f"{where}: unknown envelope keys {extra} (R2)")
+        extra = [k for k in obj if k not in ENVELOPE_KEYS]
+        raise InvalidEnvelope(f"{where}: unknown envelope keys {summary(extra)} (R2)")
     event_type = obj.get("type")
     if type(event_type) is not str or not event_type:
         raise InvalidEnvelope(f"{where}: type must be a non-empty string (R2)")
@@ -70,13 +90,15 @@ def check_envelope(obj: Any, where: str) -> tuple[str, int, int, bool]:
         seq = safe_int(seq)
     if seq is None or seq < 0:
         raise InvalidEnvelope(
-            f"{where}: seq must be a non-negative safe integer, got {obj.get('seq')!r} (R2)"
+            f"{where}: seq must be a non-negative safe integer, got {summary(obj.get('seq'))} (R2)"
         )
     time = obj.get("time")
     if type(time) is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
         time = safe_int(time)
     if time is None:
-        raise InvalidEnvelope(f"{where}: time must be a safe integer, got {obj.get('time')!r} (R2)")
+        raise InvalidEnvelope(
+            f"{where}: time must be a safe integer, got {summary(obj.get('time'))} (R2)"
+        )
     if "data" not in obj:
         raise InvalidEnvelope(f"{where}: data is required (null is allowed) (R2)")
     ignorable = False
@@ -92,12 +114,12 @@ def parse_surface_op(value: Any, where: str) -> Any:
     if value == "append" and type(value) is str:
         return APPEND
     if not isinstance(value, Mapping):
-        raise SurfaceMarkerError(f"{where}: invalid surfaceOp {value!r} (R5)")
+        raise SurfaceMarkerError(f"{where}: invalid surfaceOp {summary(value)} (R5)")
     if set(value) != {"op", "start", "end"} or value["op"] != "replace":
-        raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {thaw(value)!r} (R6)")
+        raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(value)} (R6)")
     start, end = safe_int(value["start"]), safe_int(value["end"])
     if start is None or end is None or start < 0 or end < 0:
-        raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {thaw(value)!r} (R6)")
+        raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(value)} (R6)")
     return Replace(start, end)
 
 
@@ -115,7 +137,8 @@ def parse_source_seqs(value: Any, where: str) -> tuple[int, ...]:
         s = safe_int(item)
         if s is None or s < 0:
             raise ProvenanceError(
-                f"{where}: sourceEventSeqs element {item!r} is not a non-negative safe int (R7c)"
+                f"{where}: sourceEventSeqs element {summary(item)} is not a non-negative "
+                "safe int (R7c)"
             )
         seqs.append(s)
     return tuple(seqs)
@@ -151,13 +174,17 @@ def event_from_json(obj: Any) -> Event:
 
 
 def _surface_op_wire(op: Any) -> Any:
-    if op is APPEND:
+    if type(op) is Append:  # APPEND, or a copy of it that pickling made
         return "append"
     return {"op": "replace", "start": op.start, "end": op.end}
 
 
-def event_to_wire(event: Event) -> dict[str, Any]:
-    """The wire object with `data` left frozen (for encoding; not for callers to mutate)."""
+def event_to_wire(event: Event, where: str = "event") -> dict[str, Any]:
+    """The wire object with `data` left frozen (for encoding; not for callers to mutate).
+
+    The event is checked first (`check_event`); `where` names it in the error.
+    """
+    check_event(event, where)
     present: dict[str, Any] = {
         "type": event.type,
         "seq": event.seq,
@@ -182,6 +209,156 @@ def event_to_json(event: Event) -> dict[str, Any]:
     wire = event_to_wire(event)
     wire["data"] = thaw(event.data)
     return wire
+
+
+# -- events handed in by callers ----------------------------------------------------------------
+
+_NONE: Final = type(None)
+EVENT_DATA_TYPES: Final = frozenset({FrozenObject, FrozenArray, str, bool, _NONE, int, float})
+"""What `Event.data` may be: a frozen container, or a JSON scalar (numbers as parsed)."""
+
+
+def check_event(item: Any, where: str = "event", index: int | None = None) -> Event:
+    """`item` itself if it is an `Event` whose fields have the types events are built with.
+
+    Otherwise the error for the first wrong field, by the rule its wire spelling
+    breaks: `InvalidEnvelope` (not an `Event`; `type` not a non-empty string, `seq`
+    not a non-negative safe integer, `time` not a finite number, `ignorable` not a
+    bool: R2), `NotLosslessJson` (`data` not JSON: R1), `SurfaceMarkerError`
+    (`surface_op` not `APPEND`, a `Replace` of non-negative safe integers or None:
+    R5, R6), `ProvenanceError` (`source_event_seqs` not None or a tuple of
+    non-negative safe integers: R7a, R7c). `index` is set on the error.
+
+    This is what every function that takes events relies on, not admission: an
+    event with a fractional `time` is one a writer stores verbatim (events.md
+    §7.2), and whether an event fits its log (R2's safe-integer time, R4-R12) is
+    for `SessionLog` to decide.
+
+    >>> check_event(Event("turn/start", 0, 1, {"turn": 1})).seq
+    0
+    """
+    if type(item) is not Event:
+        raise InvalidEnvelope(f"{where} is a {type(item).__name__}, not an Event (R2)", index=index)
+    event_type, seq, time = item.type, item.seq, item.time
+    if (
+        type(event_type) is str
+        and event_type
+        and type(seq) is int
+        and 0 <= seq <= MAX_SAFE_INTEGER
+        and type(time) is int
+        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+        and item.surface_op is None
+        and item.source_event_seqs is None
+        and type(item.ignorable) is bool
+        and type(item.data) in EVENT_DATA_TYPES
+    ):
+        return item  # the common case in one expression; the checks below name the field
+    try:
+        _check_fields(item, f"{where} (seq {summary(seq)})")
+    except KernelError as exc:
+        exc.index = index
+        raise
+    return item
+
+
+def _check_fields(event: Event, where: str) -> None:
+    event_type = event.type
+    if type(event_type) is not str or not event_type:
+        raise InvalidEnvelope(f"{where}: type must be a non-empty string (R2)")
+    seq = event.seq
+    if type(seq) is not int or not 0 <= seq <= MAX_SAFE_INTEGER:
+        raise InvalidEnvelope(f"{where}: seq must be a non-negative safe integer (R2)")
+    time = event.time
+    if type(time) is not int and (type(time) is not float or not math.isfinite(time)):
+        raise InvalidEnvelope(f"{where}: time must be a number, got {summary(time)} (R2)", seq=seq)
+    if type(event.ignorable) is not bool:
+        raise InvalidEnvelope(f"{where}: ignorable must be a bool (R2)", seq=seq)
+    if type(event.data) not in EVENT_DATA_TYPES:
+        raise NotLosslessJson(
+            f"{where}: data is a {type(event.data).__name__}, not a JSON value (R1)", seq=seq
+        )
+    op = event.surface_op
+    if type(op) is Replace:
+        start, end = op.start, op.end
+        if not all(type(x) is int and 0 <= x <= MAX_SAFE_INTEGER for x in (start, end)):
+            raise SurfaceMarkerError(
+                f"{where}: invalid replace surface_op, start {summary(start)} and "
+                f"end {summary(end)} must be non-negative safe integers (R6)",
+                seq=seq,
+            )
+    elif op is not None and type(op) is not Append:
+        raise SurfaceMarkerError(
+            f"{where}: surface_op must be APPEND, a Replace or None, not {summary(op)} (R5)",
+            seq=seq,
+        )
+    sources = event.source_event_seqs
+    if sources is not None:
+        if type(sources) is not tuple:
+            raise ProvenanceError(f"{where}: source_event_seqs must be a tuple (R7a)", seq=seq)
+        for source in sources:
+            if type(source) is not int or not 0 <= source <= MAX_SAFE_INTEGER:
+                raise ProvenanceError(
+                    f"{where}: source_event_seqs element {summary(source)} is not a "
+                    "non-negative safe integer (R7c)",
+                    seq=seq,
+                )
+
+
+def event_sequence(events: Iterable[Event]) -> Sequence[Event]:
+    """`events` as a sequence: itself when it is one, else a list of its items.
+
+    Raises `InvalidEnvelope` when `events` is not iterable. The items are not checked.
+    """
+    if isinstance(events, Sequence):
+        return events
+    return list(iter_events(events))
+
+
+def iter_events(events: Iterable[Any]) -> Iterator[Any]:
+    """`iter(events)`, or `InvalidEnvelope` when `events` is not iterable (of events or records)."""
+    try:
+        return iter(events)
+    except TypeError:
+        raise InvalidEnvelope(
+            f"events must be an iterable of Event, not a {type(events).__name__} (R2)"
+        ) from None
+
+
+def check_events(events: Iterable[Any], label: str = "event") -> Iterator[Event]:
+    """Each item of `events` through `check_event`, naming its index, as it is reached."""
+    for index, item in enumerate(iter_events(events)):
+        yield check_event(item, f"{label} at index {index}", index)
+
+
+@contextlib.contextmanager
+def ill_typed_events_reported(events: Sequence[Any]) -> Iterator[None]:
+    """Turn a failure inside the block into the `check_event` error of the first bad event.
+
+    For the folds over whole logs, which read events without checking each one
+    (the checks would cost as much as the fold; see
+    docs/rfc/implemented/bug-fix/2026-12-01-only-kernel-errors-escape.md): when
+    the block raises anything but a `KernelError`, the events are checked, and
+    the first ill-typed one is reported instead. When all are well typed the
+    original exception stands: that is a kernel bug, not bad input.
+    """
+    try:
+        yield
+    except KernelError:
+        raise
+    except Exception:
+        error = _first_ill_typed(events)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _first_ill_typed(events: Sequence[Any]) -> KernelError | None:
+    try:
+        for _ in check_events(events):
+            pass
+    except KernelError as exc:
+        return exc
+    return None
 
 
 # -- session header -----------------------------------------------------------------------------
@@ -218,24 +395,26 @@ def header_from_json(obj: Any, *, session_id: str | None = None) -> SessionHeade
         raise SessionHeaderError("session header must be a JSON object (H2)")
     if not (obj.get("version") == 0 and type(obj.get("version")) in (int, float)):
         raise SessionHeaderError(
-            f"session header version must be 0, got {obj.get('version')!r} (H3)"
+            f"session header version must be 0, got {summary(obj.get('version'))} (H3)"
         )
     header_id = obj.get("id")
     if type(header_id) is not str or (session_id is not None and header_id != session_id):
         raise SessionHeaderError(
-            f"session header id {header_id!r} does not match session {session_id!r} (H4)"
+            f"session header id {summary(header_id)} does not match session "
+            f"{summary(session_id)} (H4)"
         )
     created_at = _non_negative(obj.get("createdAt"))
     if created_at is None:
         raise SessionHeaderError(
-            f"createdAt must be a non-negative safe integer, got {obj.get('createdAt')!r} (H5)"
+            f"createdAt must be a non-negative safe integer, got {summary(obj.get('createdAt'))} "
+            "(H5)"
         )
     cwd = obj.get("cwd")
     if "cwd" in obj:
         if type(cwd) is not str:
             raise SessionHeaderError("cwd must be a string (H6)")
         if not os.path.isabs(cwd):
-            raise SessionHeaderError(f"cwd {cwd!r} is not an absolute path (H7)")
+            raise SessionHeaderError(f"cwd {summary(cwd)} is not an absolute path (H7)")
     parent = obj.get("parentSession")
     if "parentSession" in obj and type(parent) is not str:
         raise SessionHeaderError("parentSession must be a string (H8)")
@@ -265,10 +444,19 @@ def header_from_json(obj: Any, *, session_id: str | None = None) -> SessionHeade
 
 
 def header_to_json(header: SessionHeader) -> dict[str, Any]:
-    """The in-memory header record as a plain object (absent fields omitted)."""
+    """The in-memory header record as a plain object (absent fields omitted).
+
+    `SessionHeader` does not check its fields, so the record is admitted before it
+    is returned: `SessionHeaderError` when it breaks a rule of admission.md §6.
+    """
+    if type(header) is not SessionHeader:
+        raise SessionHeaderError(
+            f"a session header must be a SessionHeader, not a {type(header).__name__}"
+        )
     out: dict[str, Any] = {}
     for wire_key, attr in _HEADER_FIELDS:
         value = getattr(header, attr)
         if value is not None:
             out[wire_key] = value
+    header_from_json(out)
     return out

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import attrs
 
+from kernel.codec import event_sequence, ill_typed_events_reported
 from kernel.errors import EventShapeError
 from kernel.events import REQUEST_CONTEXT, TODO_WRITE, Event
 from kernel.json import FrozenObject, freeze, json_equal
@@ -43,8 +44,13 @@ class RequestContextState:
 
 
 def fold_request_context(events: Iterable[Event]) -> Any:
-    """The data of the last `request/context` event, or None when there is none (§3.5)."""
-    return functools.reduce(RequestContextState.step, events, RequestContextState()).context
+    """The data of the last `request/context` event, or None when there is none (§3.5).
+
+    Events are checked as `fold_surface` checks them (only when one cannot be read).
+    """
+    log = event_sequence(events)
+    with ill_typed_events_reported(log):
+        return functools.reduce(RequestContextState.step, log, RequestContextState()).context
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -97,5 +103,10 @@ class TodosState:
 
 
 def fold_todos(events: Iterable[Event]) -> Any:
-    """`data.todos` of the last `todo/write` event, or None when there is none (folds.md §4)."""
-    return functools.reduce(TodosState.step, events, TodosState()).todos
+    """`data.todos` of the last `todo/write` event, or None when there is none (folds.md §4).
+
+    Events are checked as `fold_surface` checks them (only when one cannot be read).
+    """
+    log = event_sequence(events)
+    with ill_typed_events_reported(log):
+        return functools.reduce(TodosState.step, log, TodosState()).todos

@@ -16,7 +16,13 @@ import attrs
 
 from kernel.admission import check_legacy, check_message_shape
 from kernel.chunks import pack_chunk_rows
-from kernel.codec import event_from_wire, event_to_wire, header_from_json
+from kernel.codec import (
+    event_from_wire,
+    event_to_wire,
+    header_from_json,
+    header_to_json,
+    iter_events,
+)
 from kernel.errors import (
     CorruptLog,
     KernelError,
@@ -169,7 +175,7 @@ def _spell_id(value: Any) -> str:
     try:
         return encode_json_bytes(value).decode("utf-8")
     except (TypeError, ValueError):
-        return repr(value)
+        return summary(value)
 
 
 def refuse_version(session_id: Any, version: Any) -> UnsupportedFormat:
@@ -248,7 +254,9 @@ def header_line(header: SessionHeader | Mapping[str, Any]) -> bytes:
     A mapping is admitted first (admission.md §6). `delegationDepth` is always
     written (absent means 0).
     """
-    if not isinstance(header, SessionHeader):
+    if type(header) is SessionHeader:
+        header_to_json(header)  # admission.md §6: SessionHeader does not check its fields
+    else:
         header = header_from_json(header)
     line: dict[str, Any] = {
         "type": "session",
@@ -525,7 +533,7 @@ def encode_records(events: Iterable[Event], *, pack_chunks: bool = True) -> byte
     if pack_chunks:
         records: tuple[Any, ...] = pack_chunk_rows(events)
     else:
-        records = tuple(events)
+        records = tuple(iter_events(events))
     parts = []
     for index, record in enumerate(records):
         if type(record) is Event:

@@ -12,6 +12,7 @@ from typing import Any, Final, Protocol
 import attrs
 import msgspec
 
+from kernel.errors import ProvenanceError
 from kernel.json import FrozenArray, FrozenObject, freeze
 
 __all__ = (
@@ -109,6 +110,9 @@ class Append:
     def __repr__(self) -> str:
         return "APPEND"
 
+    def __reduce__(self) -> str:
+        return "APPEND"  # unpickled, it is the singleton again
+
 
 APPEND: Final = Append()
 
@@ -124,7 +128,8 @@ class Replace:
 SurfaceOp = Append | Replace
 
 
-_ALREADY_FROZEN: Final = frozenset({FrozenObject, FrozenArray, str, bool, type(None)})
+_ALREADY_FROZEN: Final = frozenset({FrozenObject, FrozenArray, str, bool, type(None), int, float})
+"""Data kept as given: frozen views, and scalars (numbers as parsed; R1 is admission's)."""
 
 
 class Event(msgspec.Struct, frozen=True, gc=False):
@@ -161,7 +166,12 @@ class Event(msgspec.Struct, frozen=True, gc=False):
             _set_data(self, freeze(self.data))
         sources = self.source_event_seqs
         if sources is not None and type(sources) is not tuple:
-            _set_sources(self, tuple(sources))
+            try:
+                _set_sources(self, tuple(sources))
+            except TypeError:
+                raise ProvenanceError(
+                    "source_event_seqs must be a sequence of seqs (R7a)"
+                ) from None
 
     def _key(self) -> tuple[Any, ...]:
         return (

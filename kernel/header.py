@@ -13,9 +13,18 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.errors import RequestHeaderShapeError
+from kernel.codec import event_sequence, ill_typed_events_reported
+from kernel.errors import KernelError, RequestHeaderShapeError
 from kernel.events import REQUEST_HEADER, Event
-from kernel.json import FrozenArray, FrozenObject, freeze, json_equal, raw
+from kernel.json import (
+    MAX_SAFE_INTEGER,
+    FrozenArray,
+    FrozenObject,
+    freeze,
+    json_equal,
+    raw,
+    summary,
+)
 from kernel.jsontext import js_member_order
 
 __all__ = (
@@ -297,10 +306,14 @@ def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
 
     `reason` and `startsSeries` do not matter. Folding a suffix from the fold of the
     prefix equals folding the whole log. Returns None when there is no snapshot
-    and no `start`.
+    and no `start`. Events are checked as `fold_surface` checks them (only when
+    one cannot be read).
     """
     initial = start if start is None or type(start) is FrozenObject else freeze(start)
-    return functools.reduce(RequestHeaderState.step, events, RequestHeaderState(initial)).header
+    log = event_sequence(events)
+    with ill_typed_events_reported(log):
+        state = functools.reduce(RequestHeaderState.step, log, RequestHeaderState(initial))
+    return state.header
 
 
 # -- writer decision (§3.4) ---------------------------------------------------------------------
@@ -344,6 +357,22 @@ def header_event(
     >>> data["reason"], header_event(s, h, baseline=h, declared=False, generation=0)[0]
     ('initial', None)
     """
+    if (
+        type(state) is not HeaderWriterState
+        or type(state.anchored) is not bool
+        or type(state.generation_at_last_request) is not int
+    ):
+        raise KernelError(
+            "header_event: state must be a HeaderWriterState of a bool and an int, "
+            f"not {summary(state)}"
+        )
+    if type(declared) is not bool:
+        raise KernelError(f"header_event: declared must be a bool, not {summary(declared)}")
+    if type(generation) is not int or not 0 <= generation <= MAX_SAFE_INTEGER:
+        raise KernelError(
+            "header_event: generation must be a non-negative safe integer, "
+            f"not {summary(generation)}"
+        )
     canonical = canonical_header(header)
     _config_of(canonical, "to log")
     starts_series = declared or generation != state.generation_at_last_request

@@ -30,6 +30,7 @@ from typing import Any, Final
 import attrs
 import msgspec
 
+from kernel.codec import event_sequence, ill_typed_events_reported
 from kernel.errors import (
     EventShapeError,
     InvariantViolation,
@@ -331,22 +332,26 @@ def check_invariants(events: Iterable[Event]) -> tuple[Violation, ...]:
     ...                   Event("turn/start", 1, 0, {"turn": 2})])[0].rule
     'turn-start-while-open'
     """
+    log = event_sequence(events)
     state = InvariantState()
     found: list[Violation] = []
-    for event in events:
-        state, violations = state.step(event)
-        found.extend(violations)
+    with ill_typed_events_reported(log):
+        for event in log:
+            state, violations = state.step(event)
+            found.extend(violations)
     return tuple(found)
 
 
 def check_invariants_strict(events: Iterable[Event]) -> None:
     """Raise `InvariantViolation` for the first violation `check_invariants` would report."""
+    log = event_sequence(events)
     state = InvariantState()
-    for event in events:
-        state, violations = state.step(event)
-        if violations:
-            first = violations[0]
-            raise InvariantViolation(
-                f"event seq {first.seq}: {first.message} ({first.rule}, folds.md §6)",
-                seq=first.seq,
-            )
+    with ill_typed_events_reported(log):
+        for event in log:
+            state, violations = state.step(event)
+            if violations:
+                first = violations[0]
+                raise InvariantViolation(
+                    f"event seq {first.seq}: {first.message} ({first.rule}, folds.md §6)",
+                    seq=first.seq,
+                )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, Union, overload
 
@@ -37,6 +38,7 @@ __all__ = (
     "safe_int",
     "is_number",
     "summary",
+    "canonical_text",
 )
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -269,6 +271,28 @@ def _same_raw(a: Any, b: Any) -> bool:
     return True
 
 
+_SPLIT_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def canonical_text(text: str) -> str:
+    r"""`text` with each high surrogate that directly precedes a low one joined with it.
+
+    Strings in the format are UTF-16 (JavaScript's): a high surrogate followed
+    by a low one *is* the astral character they encode, and JSON text (the
+    JSONL writer, any reader) cannot tell the two spellings apart. The joined
+    one is canonical, so a string reads back exactly as it was stored. Lone
+    surrogates are kept. A non-string is returned as it is.
+
+    >>> canonical_text("a\ud83d\ude42") == "a\U0001f642"
+    True
+    >>> canonical_text("\ude42\ud83d") == "\ude42\ud83d"  # low, then high: two lone halves
+    True
+    """
+    if type(text) is not str or text.isascii() or _SPLIT_PAIR.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def summary(value: Any, limit: int = 120) -> str:
     """A repr-like description of a JSON value, cut at about `limit` characters; iterative.
 
@@ -447,18 +471,20 @@ _SCALARS = (str, type(None), bool)
 
 def _reject(detail: str, path: list[Any]) -> NotLosslessJson:
     # The path holds raw keys and indices; it is spelled out only when something is wrong.
-    where = "".join(f"[{key!r}]" for key in path) or "value"
+    where = "".join(f"[{summary(key)}]" for key in path) or "value"
     return NotLosslessJson(f"{where}: {detail}")
 
 
 def _check_scalar(value: Any, path: list[Any]) -> Any:
     t = type(value)
-    if t is str or t is bool or value is None:
+    if t is str:
+        return canonical_text(value)
+    if t is bool or value is None:
         return value
     if t is int:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             return value
-        raise _reject(f"integer {value} is beyond ±(2**53 - 1)", path)
+        raise _reject(f"integer {summary(value)} is beyond ±(2**53 - 1)", path)
     if t is float:
         if not math.isfinite(value):
             raise _reject(f"{value!r} has no JSON spelling", path)
@@ -516,7 +542,16 @@ def admit_json(value: Any) -> Any:
         for key, child in items:
             is_obj = type(dst) is dict
             if is_obj and type(key) is not str:
-                raise _reject(f"object key {key!r} is not a str", path)
+                raise _reject(f"object key {summary(key)} is not a str", path)
+            if is_obj and not key.isascii():
+                joined = canonical_text(key)
+                if joined in dst:  # keys are unique: only a joined pair can collide
+                    raise _reject(
+                        f"object key {summary(key)} equals another key once its surrogate pair "
+                        "is joined",
+                        path,
+                    )
+                key = joined
             path.append(key)
             ct = type(child)
             if ct is dict or ct is list or ct is FrozenObject or ct is FrozenArray:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from kernel.errors import NotLosslessJson
 from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject
 
 __all__ = (
@@ -28,6 +29,7 @@ __all__ = (
 )
 
 _MAX_ARRAY_INDEX = 2**32 - 2
+_MAX_ARRAY_INDEX_DIGITS = len(str(_MAX_ARRAY_INDEX))
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
 _SIXTEEN_DIGITS = b"0" * 16
@@ -38,7 +40,8 @@ digit to 0 and searching for sixteen 0s finds such a run in two C loops (a regex
 def is_array_index(key: str) -> bool:
     """True for a canonical array-index key: decimal 0 .. 2**32 - 2 without leading zeros."""
     return (
-        key.isascii()
+        len(key) <= _MAX_ARRAY_INDEX_DIGITS  # also keeps `int` off Python's 4,300-digit limit
+        and key.isascii()
         and key.isdigit()
         and (key == "0" or key[0] != "0")
         and int(key) <= _MAX_ARRAY_INDEX
@@ -111,6 +114,9 @@ def _scalar_text(value: Any) -> str | None:
 def encode_json(value: Any) -> str:
     """The compact `JSON.stringify` text of a JSON value (frozen or plain).
 
+    `NotLosslessJson` for what JSON cannot spell (a key that is not a string, an
+    object that is not a JSON value); numbers beyond a double are spelled `null`.
+
     >>> encode_json({"b": 1, "10": 2.50, "a": [3.0, "é\\x07"]})
     '{"10":2.5,"b":1,"a":[3,"é\\\\u0007"]}'
     """
@@ -134,6 +140,8 @@ def encode_json(value: Any) -> str:
             if not item:
                 parts.append("{}")
                 continue
+            if any(type(key) is not str for key in item):
+                raise NotLosslessJson("an object key that is not a string has no spelling (R1)")
             keys = js_member_order(item)
             stack.append((True, "}"))
             for i in range(len(keys) - 1, -1, -1):
@@ -161,7 +169,7 @@ def encode_json(value: Any) -> str:
                     stack.append((False, child))
                     stack.append((True, prefix))
         else:
-            raise TypeError(f"{t.__name__} is not a JSON value")
+            raise NotLosslessJson(f"a {t.__name__} is not a JSON value, so it has no spelling (R1)")
     return "".join(parts)
 
 

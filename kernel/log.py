@@ -21,7 +21,15 @@ from kernel.admission import (
     check_legacy_type,
     check_payload,
 )
-from kernel.codec import event_to_wire, header_from_json, parse_source_seqs, parse_surface_op
+from kernel.codec import (
+    EVENT_DATA_TYPES,
+    event_to_wire,
+    header_from_json,
+    header_to_json,
+    iter_events,
+    parse_source_seqs,
+    parse_surface_op,
+)
 from kernel.errors import InvalidEnvelope, KernelError, NotLosslessJson, SurfaceMarkerError
 from kernel.events import (
     APPEND,
@@ -40,6 +48,7 @@ from kernel.json import (
     FrozenArray,
     FrozenObject,
     admit_json,
+    canonical_text,
     checked_as,
     known_lossless,
     safe_int,
@@ -62,7 +71,10 @@ def _order_of(plain: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _admit_header(header: SessionHeader | Mapping[str, Any] | None) -> SessionHeader | None:
-    if header is None or isinstance(header, SessionHeader):
+    if header is None:
+        return None
+    if type(header) is SessionHeader:
+        header_to_json(header)  # admission.md §6: SessionHeader does not check its fields
         return header
     return header_from_json(header)
 
@@ -183,7 +195,7 @@ class SessionLog:
         messages = MessageHistory()
         request_header: Any = None
         lookup = admitted.__getitem__
-        for index, item in enumerate(events):
+        for index, item in enumerate(iter_events(events)):
             where = f"{label} event at index {index}"
             if type(item) is Event and _admitted_as_it_is(item, index, lossless_check, where):
                 op, sources = item.surface_op, item.source_event_seqs
@@ -206,7 +218,7 @@ class SessionLog:
                 continue
             try:
                 if type(item) is Event:
-                    wire: Any = event_to_wire(item)
+                    wire: Any = event_to_wire(item, where)
                     order = item.wire_order
                 else:
                     wire = item
@@ -271,7 +283,7 @@ class SessionLog:
         The kernel assigns `seq`; `time` is the caller's clock reading (epoch ms).
         `surface_op` is `APPEND`, a `Replace`, or their wire spelling.
         """
-        event_type = type
+        event_type = canonical_text(type)  # a split surrogate pair is the character it encodes
         seq = len(self.events)
         if builtin_type(event_type) is not str or not event_type:
             raise InvalidEnvelope(
@@ -363,6 +375,7 @@ def _admitted_as_it_is(item: Event, index: int, lossless_check: bool, where: str
         and builtin_type(time) is int
         and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
         and builtin_type(item.ignorable) is bool
+        and builtin_type(data) in EVENT_DATA_TYPES
         and (
             op is None
             or op is APPEND

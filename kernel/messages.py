@@ -14,10 +14,11 @@ from typing import Any
 import attrs
 from pyrsistent import PVector, pvector
 
+from kernel.codec import check_event, event_sequence, ill_typed_events_reported
 from kernel.errors import MessageShapeError
 from kernel.events import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE, Event
 from kernel.json import raw
-from kernel.surface import SurfaceState, fold_surface
+from kernel.surface import SurfaceState, surface_state_of
 
 __all__ = ("project_message", "derive_messages", "step_messages", "MessageHistory")
 
@@ -26,8 +27,14 @@ def project_message(event: Event) -> Any:
     """The model-visible message an event contributes, or None.
 
     `user/message` gives its data; `assistant/message` its message unless the
-    content is empty; `tool/result` its message; every other type None.
+    content is empty; `tool/result` its message; every other type None. The
+    event's field types are checked first (`check_event`).
     """
+    return _project(check_event(event))
+
+
+def _project(event: Event) -> Any:
+    """`project_message` of an event whose field types are known to be right."""
     event_type = event.type
     if event_type == USER_MESSAGE:
         if type(raw(event.data)) is not dict:
@@ -100,14 +107,17 @@ def step_messages(
     if after is before:
         return messages
     if after.replace_generation == before.replace_generation:
-        return messages.appended(project_message(event))
+        return messages.appended(_project(event))
     shadowed = after.replacements[-1].shadowed_seqs
-    return messages.replaced([before.slot_of[s] for s in shadowed], project_message(event))
+    return messages.replaced([before.slot_of[s] for s in shadowed], _project(event))
 
 
 def derive_messages(events: Iterable[Event]) -> tuple[Any, ...]:
-    """The message history a model request carries: projected surface nodes, in order."""
-    log: Sequence[Event] = events if isinstance(events, Sequence) else list(events)
-    return tuple(
-        [m for seq in fold_surface(log).nodes if (m := project_message(log[seq])) is not None]
-    )
+    """The message history a model request carries: projected surface nodes, in order.
+
+    Events are checked as `fold_surface` checks them (only when one cannot be read).
+    """
+    log = event_sequence(events)
+    with ill_typed_events_reported(log):
+        nodes = surface_state_of(log).nodes
+        return tuple([m for seq in nodes if (m := _project(log[seq])) is not None])

@@ -12,10 +12,11 @@ from typing import Any
 
 import attrs
 
+from kernel.codec import event_sequence, ill_typed_events_reported
 from kernel.errors import MessageShapeError, ToolPairingError
 from kernel.events import ASSISTANT_MESSAGE, TOOL_RESULT, Event
-from kernel.json import raw
-from kernel.surface import fold_surface
+from kernel.json import raw, safe_int, summary
+from kernel.surface import surface_state_of
 
 __all__ = (
     "Cut",
@@ -76,33 +77,31 @@ def balanced_cuts(events: Sequence[Event], nodes: Iterable[int]) -> tuple[bool, 
     return tuple(cuts)
 
 
-def _as_sequence(events: Iterable[Event]) -> Sequence[Event]:
-    return events if isinstance(events, Sequence) else tuple(events)
-
-
 def tool_pairing_cuts(events: Iterable[Event]) -> tuple[Cut, ...]:
     """One `Cut` per surface node of `events`, in surface order (folds.md §5.1).
 
     Folds the surface (its errors propagate), then counts calls and results along
     it. Works on any prefix: after an unanswered call the cuts stay unbalanced to
-    the end of the surface. An empty surface gives `()`.
+    the end of the surface. An empty surface gives `()`. Events are checked as
+    `fold_surface` checks them (only when one cannot be read).
 
     >>> from kernel.events import Event, APPEND
     >>> msg = {"id": "u", "role": "user", "content": [], "source": {"kind": "user"}}
     >>> tool_pairing_cuts([Event("user/message", 0, 1, msg, APPEND)])
     (Cut(seq=0, before=True, after=True),)
     """
-    log = _as_sequence(events)
-    nodes = fold_surface(log).nodes
-    cuts = balanced_cuts(log, nodes)
+    log = event_sequence(events)
+    with ill_typed_events_reported(log):
+        nodes = surface_state_of(log).nodes
+        cuts = balanced_cuts(log, nodes)
     return tuple(Cut(seq, cuts[i], cuts[i + 1]) for i, seq in enumerate(nodes))
 
 
 def _position(nodes: Sequence[int], seq: Any, end: str) -> int:
-    try:
-        return nodes.index(seq)
-    except ValueError:
-        raise ToolPairingError(f"range {end} seq {seq!r} not found on the surface (§5.1)") from None
+    at = safe_int(seq)
+    if at is not None and at in nodes:
+        return nodes.index(at)
+    raise ToolPairingError(f"range {end} seq {summary(seq)} not found on the surface (§5.1)")
 
 
 def is_safe_compaction_range(events: Iterable[Event], start: int, end: int) -> bool:
@@ -112,8 +111,9 @@ def is_safe_compaction_range(events: Iterable[Event], start: int, end: int) -> b
     does not sit after `end` on the surface). Raises `ToolPairingError` when either
     seq is not on the surface (never was, or shadowed).
     """
-    log = _as_sequence(events)
-    nodes = fold_surface(log).nodes
-    i, j = _position(nodes, start, "start"), _position(nodes, end, "end")
-    cuts = balanced_cuts(log, nodes)
+    log = event_sequence(events)
+    with ill_typed_events_reported(log):
+        nodes = surface_state_of(log).nodes
+        i, j = _position(nodes, start, "start"), _position(nodes, end, "end")
+        cuts = balanced_cuts(log, nodes)
     return i <= j and cuts[i] and cuts[j + 1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from kernel.codec import check_event, iter_events
 from kernel.errors import EventShapeError, InvalidEnvelope, MessageShapeError
 from kernel.events import (
     APPEND,
@@ -24,7 +25,7 @@ from kernel.events import (
     TURN_START,
     Event,
 )
-from kernel.json import MAX_SAFE_INTEGER, raw, safe_int, view
+from kernel.json import MAX_SAFE_INTEGER, raw, safe_int, summary, view
 
 __all__ = (
     "TOOL_NOT_STARTED",
@@ -67,7 +68,7 @@ _WATCHED: Final = frozenset(
 
 
 def _where(index: int, seq: Any) -> str:
-    return f"event at index {index} (seq {seq!r})"
+    return f"event at index {index} (seq {summary(seq)})"
 
 
 def _field(data: Any, key: str, index: int, seq: Any, event_type: str) -> Any:
@@ -105,8 +106,8 @@ def _positive(value: Any, index: int, what: str) -> int:
     v = safe_int(value)
     if v is None or v < 1:
         raise EventShapeError(
-            f"event at index {index}: {what} {value!r} is not a positive safe integer, so the "
-            "turn cannot be closed",
+            f"event at index {index}: {what} {summary(value)} is not a positive safe integer, "
+            "so the turn cannot be closed",
             index=index,
         )
     return v
@@ -200,7 +201,7 @@ def _closers(
     if base is None or base < 0 or time is None:
         raise InvalidEnvelope(
             f"{_where(last_index, last_seq)}: the last event needs a safe-integer seq and time "
-            f"(time {last_time!r}) for the closers to follow it",
+            f"(time {summary(last_time)}) for the closers to follow it",
             index=last_index,
         )
     count = len(pending) + (open_step is not None) + 1
@@ -213,8 +214,8 @@ def _closers(
     for call_id, step, call_seq, at in pending.values():
         if type(call_id) is not str or not call_id:
             raise MessageShapeError(
-                f"event at index {at}: tool-call block id {call_id!r} is not a non-empty string, "
-                "so its interrupted call cannot be answered (R10f)",
+                f"event at index {at}: tool-call block id {summary(call_id)} is not a non-empty "
+                "string, so its interrupted call cannot be answered (R10f)",
                 index=at,
             )
         started = call_seq is not None
@@ -267,7 +268,7 @@ def _closers(
 
 
 def _events(events: Iterable[Event]) -> list[Event]:
-    log = list(events)
+    log = list(iter_events(events))
     for index, event in enumerate(log):
         if type(event) is not Event:
             raise InvalidEnvelope(
@@ -280,10 +281,11 @@ def _last_turn_boundary(log: list[Event]) -> int:
     """The index of the last `turn/start` or `turn/end` (0 when there is none).
 
     The scan's state is reset there, so scanning from it gives what scanning the
-    whole log gives, and the payloads of earlier turns are never read.
+    whole log gives, and the payloads of earlier turns are never read. The events
+    it reads, which are the ones the scan reads, are checked (`check_event`).
     """
     for index in range(len(log) - 1, -1, -1):
-        if log[index].type in _TURN_BOUNDARIES:
+        if check_event(log[index], f"event at index {index}", index).type in _TURN_BOUNDARIES:
             return index
     return 0
 

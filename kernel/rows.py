@@ -4,6 +4,8 @@ Pure: the store module only moves `Row` values in and out of the database.
 A row is a scalar event or a packed chunk row (`ignorable == 0` is the packed
 sentinel). Decoding rejects anything a conforming writer cannot have written;
 `scan_rows` decides whether a bad row is a removable torn tail or corruption.
+TEXT columns hold any string, lone surrogates included (`encode_text`,
+`decode_text`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import zstandard
 
 from kernel.chunks import ROW_TAGS, expand_storage_records
 from kernel.codec import event_from_wire
-from kernel.errors import CorruptLog, KernelError, MalformedChunkRow
-from kernel.events import APPEND, TURN_END, Event, Replace
-from kernel.json import MAX_SAFE_INTEGER, raw
+from kernel.errors import CorruptLog, KernelError, MalformedChunkRow, ProvenanceError
+from kernel.events import TURN_END, Append, Event, Replace
+from kernel.json import MAX_SAFE_INTEGER, raw, summary
 from kernel.jsontext import encode_json_bytes, parse_json
 
 __all__ = (
     "COMPRESS_THRESHOLD",
+    "UndecodableText",
+    "encode_text",
+    "decode_text",
     "ZSTD_LEVEL",
     "MIN_ROW_MEMBERS",
     "MAX_ROW_MEMBERS",
@@ -100,7 +105,7 @@ def encode_varint(value: int) -> bytes:
     'ac02'
     """
     if type(value) is not int or value < 0:
-        raise ValueError(f"a varint encodes a non-negative int, got {value!r}")
+        raise ProvenanceError(f"a varint encodes a non-negative int, got {summary(value)}")
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -146,7 +151,9 @@ def encode_source_seqs(seqs: Sequence[int]) -> bytes:
     previous: int | None = None
     for seq in seqs:
         if type(seq) is not int or not 0 <= seq <= MAX_SAFE_INTEGER:
-            raise ValueError(f"sourceEventSeqs element {seq!r} is not a non-negative safe integer")
+            raise ProvenanceError(
+                f"sourceEventSeqs element {summary(seq)} is not a non-negative safe integer (R7c)"
+            )
         if previous is None:
             out += encode_varint(seq)
         else:
@@ -179,6 +186,58 @@ def decode_source_seqs(blob: bytes) -> tuple[int, ...]:
             raise CorruptLog(f"sourceEventSeqs: decoded seq {seq} is outside [0, 2**53 - 1]")
         seqs.append(seq)
     return tuple(seqs)
+
+
+# -- TEXT columns -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class UndecodableText:
+    """A TEXT value whose bytes are not UTF-8 (nor a lone surrogate's UTF-8 form).
+
+    `decode_text` hands it out instead of raising, so the row codec can tell
+    the damaged row (a torn tail, or corruption) from the rows around it.
+    """
+
+    raw: bytes
+
+
+def encode_text(value: Any) -> Any:
+    """A TEXT parameter: a str as is, or its generalized UTF-8 bytes if it holds lone surrogates.
+
+    SQLite TEXT is UTF-8 and the stdlib binding refuses lone surrogates, which
+    are legal strings (events.md §1.1). Such a string is bound as the bytes
+    UTF-8 would give a surrogate code point (WTF-8: `\ud800` is `ED A0 80`),
+    and the statement must bind it as `CAST(? AS TEXT)`. Strings are
+    canonical (`kernel.store.batch.canonical_text`), so no high-then-low pair
+    is ever written this way and the bytes read back as the same string.
+    Anything else (None, a valid str) is returned unchanged.
+    """
+    if type(value) is str and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass")
+    return value
+
+
+def decode_text(raw: bytes) -> str | UndecodableText:
+    """The connection's `text_factory`: UTF-8, lone surrogates' UTF-8 forms allowed.
+
+    Bytes that are neither give an `UndecodableText`, which every decoder refuses
+    as `CorruptLog` (the stdlib would raise `sqlite3.OperationalError` on the fetch).
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return UndecodableText(raw)
+    # A high-then-low pair in this form was not written by a canonical writer; read it as
+    # the character it encodes, as a JSON reader would.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 # -- data column --------------------------------------------------------------------------------
@@ -242,6 +301,8 @@ def decode_data(value: Any, *, cap: int | None = None) -> Any:
         raise
     except (ValueError, UnicodeError, zstandard.ZstdError) as exc:
         raise CorruptLog(f"undecodable data column: {exc}") from exc
+    if type(value) is UndecodableText:
+        raise CorruptLog("data column holds TEXT that is not UTF-8")
     raise CorruptLog(f"data column holds a {type(value).__name__}, not TEXT or BLOB")
 
 
@@ -252,7 +313,7 @@ def event_row(event: Event) -> Row:
     """The scalar row of one event."""
     op = event.surface_op
     surface_op: str | None = None
-    if op is APPEND:
+    if type(op) is Append:  # APPEND, or a copy of it that pickling made
         surface_op = '"append"'
     elif isinstance(op, Replace):
         surface_op = encode_json_bytes({"op": "replace", "start": op.start, "end": op.end}).decode()
@@ -290,7 +351,7 @@ def encode_rows(records: Iterable[Any]) -> tuple[Row, ...]:
 
 def _decode_packed(row: Row, where: str) -> tuple[Event, ...]:
     if row.type not in ROW_TAGS:
-        raise MalformedChunkRow(f"{where}: packed-row sentinel on type {row.type!r}")
+        raise MalformedChunkRow(f"{where}: packed-row sentinel on type {summary(row.type)}")
     if row.source_event_seqs is not None or row.surface_op is not None:
         raise MalformedChunkRow(f"{where}: a packed row carries surface metadata")
     data = decode_data(row.data, cap=MAX_ROW_DATA_BYTES)
@@ -306,7 +367,7 @@ def _decode_packed(row: Row, where: str) -> tuple[Event, ...]:
 
 def _decode_scalar(row: Row, where: str) -> Event:
     if row.type in ROW_TAGS:
-        raise MalformedChunkRow(f"{where}: chunk-row tag {row.type!r} on a scalar row")
+        raise MalformedChunkRow(f"{where}: chunk-row tag {summary(row.type)} on a scalar row")
     wire: dict[str, Any] = {
         "type": row.type,
         "seq": row.seq,
@@ -328,11 +389,13 @@ def _decode_scalar(row: Row, where: str) -> Event:
 
 def decode_row(row: Row) -> tuple[Event, ...]:
     """The events one physical row holds; raises a KernelError on any malformed row."""
-    where = f"row at seq {row.seq!r}"
+    where = f"row at seq {summary(row.seq)}"
+    if type(row.type) is not str:
+        raise CorruptLog(f"{where}: type column holds {summary(row.type)}, not TEXT")
     if row.ignorable is not None and (
         type(row.ignorable) is not int or row.ignorable not in (0, 1)
     ):
-        raise CorruptLog(f"{where}: ignorable column holds {row.ignorable!r}")
+        raise CorruptLog(f"{where}: ignorable column holds {summary(row.ignorable)}")
     try:
         if row.ignorable == 0:
             return _decode_packed(row, where)
@@ -371,16 +434,17 @@ def scan_rows(rows: Sequence[Row], base: int = 0) -> RowScan:
         if isinstance(result, KernelError):
             if i <= last_turn_end:
                 raise CorruptLog(
-                    f"invalid committed physical row at seq {row.seq!r}: {result}", seq=_seq(row)
+                    f"invalid committed physical row at seq {summary(row.seq)}: {result}",
+                    seq=_seq(row),
                 ) from result
             return RowScan(tuple(preserved), _seq(row), len(rows) - i, str(result))
         if any(e.seq != expected + k for k, e in enumerate(result)):
             if i <= last_turn_end:
                 raise CorruptLog(
-                    f"seq gap in committed rows at seq {row.seq!r} (expected {expected})",
+                    f"seq gap in committed rows at seq {summary(row.seq)} (expected {expected})",
                     seq=_seq(row),
                 )
-            reason = f"seq gap at row seq {row.seq!r} (expected {expected})"
+            reason = f"seq gap at row seq {summary(row.seq)} (expected {expected})"
             return RowScan(tuple(preserved), _seq(row), len(rows) - i, reason)
         preserved.extend(result)
         expected += len(result)
@@ -389,5 +453,5 @@ def scan_rows(rows: Sequence[Row], base: int = 0) -> RowScan:
 
 def _seq(row: Row) -> int:
     if type(row.seq) is not int:
-        raise CorruptLog(f"row seq {row.seq!r} is not an integer")
+        raise CorruptLog(f"row seq {summary(row.seq)} is not an integer")
     return int(row.seq)

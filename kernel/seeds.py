@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kernel.codec import check_event, event_sequence
 from kernel.errors import ForkError
 from kernel.events import END_SEED, TURN_END, TURN_START, Event
-from kernel.json import safe_int
+from kernel.json import safe_int, summary
 
 __all__ = ("fork_prefix", "last_end_seed")
 
@@ -22,7 +23,8 @@ def fork_prefix(events: Iterable[Event], boundary: Any = None) -> tuple[Event, .
     `boundary` None means the last event (an empty log gives `()`). Raises
     `ForkError(INVALID_BOUNDARY)` when the boundary is not a non-negative safe integer
     naming an event of the log, and `ForkError(OPEN_TURN)` when it sits inside an open
-    turn (the last `turn/start` / `turn/end` up to it is a `turn/start`).
+    turn (the last `turn/start` / `turn/end` up to it is a `turn/start`). The events
+    of the prefix are checked (`check_event`).
 
     >>> from kernel.events import Event
     >>> log = [Event("turn/start", 0, 0, {"turn": 1}), Event("x/note", 1, 0, {})]
@@ -31,15 +33,15 @@ def fork_prefix(events: Iterable[Event], boundary: Any = None) -> tuple[Event, .
     ...
     kernel.errors.ForkError: fork boundary 1 is inside the turn opened at seq 0
     """
-    log = events if isinstance(events, Sequence) else tuple(events)
+    log = event_sequence(events)
     if boundary is None:
         if not log:
             return ()
-        boundary = log[-1].seq
+        boundary = _checked(log, len(log) - 1).seq
     at = safe_int(boundary)
     if at is None or at < 0:
         raise ForkError(
-            f"fork boundary {boundary!r} must be a non-negative safe integer",
+            f"fork boundary {summary(boundary)} must be a non-negative safe integer",
             code=ForkError.INVALID_BOUNDARY,
         )
     if at >= len(log):
@@ -47,13 +49,14 @@ def fork_prefix(events: Iterable[Event], boundary: Any = None) -> tuple[Event, .
             f"fork boundary {at} does not exist (the log has {len(log)} events)",
             code=ForkError.INVALID_BOUNDARY,
         )
-    if log[at].seq != at:
+    prefix = tuple([_checked(log, index) for index in range(at + 1)])
+    if prefix[at].seq != at:
         raise ForkError(
-            f"fork boundary {at}: the event at index {at} has seq {log[at].seq}",
+            f"fork boundary {at}: the event at index {at} has seq {prefix[at].seq}",
             code=ForkError.INVALID_BOUNDARY,
         )
     for index in range(at, -1, -1):
-        event = log[index]
+        event = prefix[index]
         if event.type == TURN_END:
             break
         if event.type == TURN_START:
@@ -61,18 +64,25 @@ def fork_prefix(events: Iterable[Event], boundary: Any = None) -> tuple[Event, .
                 f"fork boundary {at} is inside the turn opened at seq {event.seq}",
                 code=ForkError.OPEN_TURN,
             )
-    return tuple(log[: at + 1])
+    return prefix
+
+
+def _checked(log: Sequence[Any], index: int) -> Event:
+    return check_event(log[index], f"event at index {index}", index)
 
 
 def last_end_seed(events: Iterable[Event]) -> int | None:
     """The seq of the last `session/end-seed` marker, or None when the log has none (§9).
 
+    The events read, from the last back to the marker, are checked (`check_event`).
+
     >>> from kernel.events import Event
     >>> last_end_seed([Event("session/end-seed", 0, 0, {}), Event("session/end-seed", 1, 0, {})])
     1
     """
-    ordered = events if isinstance(events, Sequence) else tuple(events)
+    ordered = event_sequence(events)
     for index in range(len(ordered) - 1, -1, -1):
-        if ordered[index].type == END_SEED:
-            return ordered[index].seq
+        event = _checked(ordered, index)
+        if event.type == END_SEED:
+            return event.seq
     return None

@@ -18,16 +18,17 @@ from typing import Any, Final
 import attrs
 from pyrsistent import PVector, pvector
 
-from kernel.codec import parse_source_seqs
+from kernel.codec import event_sequence, ill_typed_events_reported, parse_source_seqs
 from kernel.errors import (
+    KernelError,
     ProvenanceError,
     ReplaceRangeError,
     SeqMismatch,
     SurfaceMarkerError,
     ToolResultRewriteError,
 )
-from kernel.events import APPEND, ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, Event, Replace
-from kernel.json import json_equal, thaw
+from kernel.events import ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, Append, Event, Replace
+from kernel.json import MAX_SAFE_INTEGER, json_equal, summary, thaw
 
 __all__ = (
     "Replacement",
@@ -39,6 +40,7 @@ __all__ = (
     "is_surface_event",
     "is_append_surface_event",
     "is_replacement_surface_event",
+    "surface_state_of",
     "PRESENT_NULL",
 )
 
@@ -80,7 +82,7 @@ def is_surface_event(event: Event) -> bool:
 
 
 def is_append_surface_event(event: Event) -> bool:
-    return is_surface_event(event) and event.surface_op is APPEND
+    return is_surface_event(event) and type(event.surface_op) is Append
 
 
 def is_replacement_surface_event(event: Event) -> bool:
@@ -251,7 +253,7 @@ class SurfaceState:
         if op is None:
             return self
         slots = self.slots
-        if op is APPEND:
+        if type(op) is Append:  # APPEND, or a copy of it that pickling made
             _citations(event_type, seq, sources, (), where)
             nodes = self._nodes
             return SurfaceState(
@@ -328,12 +330,27 @@ def _indexed(slot_of: PVector[int], seq: int, slot: int) -> PVector[int]:
 def fold_surface(events: Iterable[Event], base: int = 0) -> SurfaceFold:
     """The complete surface of a log, or of a window whose first event has seq `base`.
 
+    Events are not checked one by one (that would cost as much as the fold): one
+    the fold cannot read is reported by `kernel.codec.ill_typed_events_reported`,
+    as `check_event` would report it.
+
     >>> from kernel.events import Event, APPEND
     >>> msg = {"id": "u", "role": "user", "content": [], "source": {"kind": "user"}}
     >>> fold_surface([Event("user/message", 0, 1, msg, APPEND)]).nodes
     (0,)
     """
-    window = events if isinstance(events, Sequence) else list(events)
+    window = event_sequence(events)
+    with ill_typed_events_reported(window):
+        return surface_state_of(window, base).to_fold()
+
+
+def surface_state_of(window: Sequence[Event], base: int = 0) -> SurfaceState:
+    """The `SurfaceState` after every event of `window` (its first event has seq `base`).
+
+    Does not check what the events are: use it inside `ill_typed_events_reported`.
+    """
+    if type(base) is not int or not 0 <= base <= MAX_SAFE_INTEGER:
+        raise KernelError(f"base must be a non-negative safe integer, got {summary(base)}")
     state = SurfaceState()
 
     def lookup(seq: int) -> Event:
@@ -342,10 +359,10 @@ def fold_surface(events: Iterable[Event], base: int = 0) -> SurfaceFold:
     for index, event in enumerate(window):
         if event.seq != base + index:
             raise SeqMismatch(
-                f"event at index {index}: seq {event.seq} is not contiguous; "
+                f"event at index {index}: seq {summary(event.seq)} is not contiguous; "
                 f"expected {base + index} (R4)",
                 index=index,
-                seq=event.seq,
+                seq=event.seq if type(event.seq) is int else None,
             )
         if (
             event.surface_op is None
@@ -354,4 +371,4 @@ def fold_surface(events: Iterable[Event], base: int = 0) -> SurfaceFold:
         ):
             continue  # invisible to the surface (R5 has nothing to check)
         state = state.step(event, lookup)
-    return state.to_fold()
+    return state

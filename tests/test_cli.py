@@ -685,6 +685,29 @@ def test_verify_refuses_a_foreign_sqlite_database_without_writing_to_it(tmp_path
     assert foreign.read_bytes() == before
 
 
+def test_verify_calls_a_truncated_or_page_damaged_database_invalid(tmp_path: Path) -> None:
+    # Issue 9 item 13: a truncated database was "unsupported", a page-damaged one "invalid".
+    good = tmp_path / "good.db"
+    sqlite_db(good)
+    data = good.read_bytes()
+    page = int.from_bytes(data[16:18], "big")
+    (tmp_path / "truncated.db").write_bytes(data[: page + page // 2])
+    damaged = bytearray(data)
+    damaged[page : page + 64] = b"\xff" * 64
+    (tmp_path / "damaged.db").write_bytes(bytes(damaged))
+    good.unlink()
+
+    code, report = run_json("verify", tmp_path)
+
+    assert code == 1
+    assert {log["status"] for log in report["logs"]} == {"invalid"}
+    assert sorted(Path(log["path"]).name for log in report["logs"]) == [
+        "damaged.db",
+        "truncated.db",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.db", "truncated.db"]
+
+
 def test_verify_reports_a_non_kernel_exception_as_an_internal_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,13 +18,16 @@ from kernel.rows import (
     MAX_ROW_DATA_BYTES,
     MAX_ROW_MEMBERS,
     Row,
+    UndecodableText,
     decode_data,
     decode_row,
     decode_source_seqs,
+    decode_text,
     decode_varint,
     encode_data,
     encode_rows,
     encode_source_seqs,
+    encode_text,
     encode_varint,
     event_row,
     scan_rows,
@@ -161,6 +164,28 @@ def test_lone_surrogates_survive_the_text_column() -> None:
     assert "\\ud800" in encoded
     encoded.encode("utf-8")  # valid UTF-8 for SQLite TEXT
     assert decode_data(encoded) == value
+
+
+@pytest.mark.parametrize(
+    "text", ["plain", "naïve 🙂", "\ud800", "a\udc00b", "\ude42\ud83d", "\ud83d"]
+)
+def test_text_columns_hold_every_canonical_string(text: str) -> None:
+    # Issue 9 item 6: UTF-8 as is; a lone surrogate as its generalized UTF-8 (WTF-8) bytes.
+    bound = encode_text(text)
+    assert bound is text or bound == text.encode("utf-8", "surrogatepass")
+    raw = bound if isinstance(bound, bytes) else bound.encode("utf-8")
+    assert decode_text(raw) == text
+    assert encode_text(None) is None
+
+
+def test_text_that_is_not_utf8_is_undecodable_and_rows_refuse_it() -> None:
+    assert decode_text(b"\xed\xa0\xbd\xed\xb9\x82") == "\U0001f642"  # a pair: joined
+    bad = decode_text(b'{"\xff"}')
+    assert bad == UndecodableText(b'{"\xff"}')
+    with pytest.raises(CorruptLog, match="not UTF-8"):
+        decode_data(bad)
+    with pytest.raises(CorruptLog, match="type column"):
+        decode_row(Row(seq=0, type=bad, time=0, data="{}"))
 
 
 @pytest.mark.parametrize(

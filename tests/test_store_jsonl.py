@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import random
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import attrs
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from storelogs import (
     STORE_HEADER,
@@ -46,6 +48,7 @@ from kernel.store import (
     inspect_file,
     project_key,
     repair_file,
+    session_dir_name,
 )
 
 HEADER = STORE_HEADER
@@ -725,3 +728,125 @@ def test_repair_file_dry_run_and_report(tmp_path: Path, zstd: bool) -> None:
     assert done.committed and done.closers == dry.closers
     assert inspect_file(path).events == (*prefix, *dry.closers)
     assert not repair_file(path, now=0).committed
+
+
+# -- long ids (issue 9 item 7) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    ["x" * 300, "🙂" * 60, "a/b" * 100, "\ud800" * 52],
+    ids=["ascii", "astral", "separators", "lone-surrogates"],
+)
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_an_id_whose_directory_name_would_be_too_long_is_stored(
+    tmp_path: Path, zstd: bool, session_id: str
+) -> None:
+    # Issue 9 item 7: an encoded id over 255 bytes made `create`/`append` raise OSError
+    # (ENAMETOOLONG); every id must map to a directory name the file system accepts.
+    assert len(encode_segment(session_id)) > 255
+    header = {**HEADER, "id": session_id}
+    store = _store(tmp_path, zstd)
+    path = _fill(store, _log(1, 1), header)
+    name = path.parent.name
+    assert name == session_dir_name(session_id) and len(name.encode()) <= 255
+    assert "~~" in name and name.startswith(encode_segment(session_id)[:20])
+    again = _store(tmp_path, zstd)
+    assert [h.id for h in again.list()] == [session_id]
+    assert again.load(session_id, now=0).events == tuple(_log(1, 1))
+    assert again.path_of(session_id) == path
+    with pytest.raises(SessionExists):
+        again.create(header)
+
+
+def test_short_ids_keep_their_directory_names() -> None:
+    # Existing logs must still be found: only names over the limit change.
+    assert session_dir_name("s-1") == "s-1"
+    assert session_dir_name("a" * 255) == "a" * 255
+    assert session_dir_name("🙂" * 25) == "~D83D~DE42" * 25  # 250 characters
+    assert session_dir_name("a" * 256) != "a" * 256
+    with pytest.raises(StoreError):
+        session_dir_name("")
+
+
+@given(st.text(min_size=1, max_size=60))
+def test_session_dir_name_is_encode_segment_below_the_limit(session_id: str) -> None:
+    segment = encode_segment(session_id)
+    assume(len(segment) <= 255)
+    assert session_dir_name(session_id) == segment
+
+
+def test_long_ids_map_to_distinct_names_that_never_collide_with_short_ones() -> None:
+    base = "p" * 400
+    names = {session_dir_name(base + suffix) for suffix in ("", "a", "b", "~", "🙂")}
+    assert len(names) == 5
+    assert all(len(n) == 255 and n[:189] == "p" * 189 for n in names)
+    # a shortened name holds "~~", which encode_segment never writes
+    assert "~~" not in encode_segment("~~" + "x" * 300)
+    # the prefix never splits an escape: the characters before "~~" are whole escapes
+    name = session_dir_name("é" * 100)
+    assert name.split("~~")[0] == "~00E9" * 37
+
+
+def test_long_id_mapping_is_stable_across_processes(tmp_path: Path) -> None:
+    session_id = "stable-" + "é" * 80
+    # Pinned: a changed mapping would hide every log stored under the old name.
+    assert session_dir_name(session_id) == (
+        "stable-" + "~00E9" * 36 + "~~"
+        "f9c81e9261718ef8c780a0c6a63e69a02d1965f7842b506316f1afcb9d313741"
+    )
+    code = (
+        "import sys; from kernel.store import JsonlStore, session_dir_name\n"
+        "sid = 'stable-' + '\\u00e9' * 80\n"
+        "print(session_dir_name(sid)); print(JsonlStore(sys.argv[1]).path_of(sid))\n"
+    )
+    store = _store(tmp_path, False)
+    path = _fill(store, _log(1, 1), {**HEADER, "id": session_id})
+    env = {**os.environ, "PYTHONHASHSEED": "random"}
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "root")],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout.split("\n")
+        assert out[:2] == [session_dir_name(session_id), str(path)]
+
+
+# -- ids given as surrogate pairs (issue 9 item 6) ----------------------------------------------
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_a_surrogate_pair_given_as_two_code_points_is_the_character_it_encodes(
+    tmp_path: Path, zstd: bool
+) -> None:
+    # The writer joins a high+low pair into the astral character, so the stored header
+    # named "s-🙂" and loading "s-\ud83d\ude42" failed its identity check (CorruptLog).
+    split, joined = "s-\ud83d\ude42", "s-\U0001f642"
+    header = {**HEADER, "id": split, "cwd": "/p/\ud83d\ude42"}
+    events = _log(1, 1)
+    store = _store(tmp_path, zstd)
+    created = store.create(header)
+    assert (created.id, created.cwd) == (joined, "/p/\U0001f642")
+    store.append(split, events[:3])
+    store.append(joined, events[3:])
+    again = _store(tmp_path, zstd)
+    assert [h.id for h in again.list()] == [joined]
+    for spelling in (split, joined):
+        loaded = again.load(spelling, now=0)
+        assert loaded.header == _norm(created) and loaded.events == tuple(events)
+        assert again.read_from(spelling, 0) == tuple(events)
+    with pytest.raises(SessionExists):
+        again.create({**header, "id": joined})
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_lone_surrogates_in_the_id_cwd_and_type_round_trip(tmp_path: Path, zstd: bool) -> None:
+    header = {**HEADER, "id": "s-\ud800", "cwd": "/p/\udc00", "agentPreset": "\udbff"}
+    events = _log(1, 1)
+    events.append(Event("x/odd\udfff", len(events), T0, {"n": 1}, ignorable=True))
+    store = _store(tmp_path, zstd)
+    created = _fill(store, events, header) and store.load(header["id"], now=0).header
+    assert (created.id, created.cwd, created.agent_preset) == ("s-\ud800", "/p/\udc00", "\udbff")
+    assert _store(tmp_path, zstd).load(header["id"], now=0).events == tuple(events)

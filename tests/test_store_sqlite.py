@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 import random
+import shutil
 import sqlite3
+import tempfile
 import uuid
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -612,3 +617,268 @@ def test_read_only_store_refuses_an_empty_database(tmp_path: Path) -> None:
     sqlite3.connect(path).close()
     with pytest.raises(ForeignStore):
         SqliteStore(path, read_only=True)
+
+
+# -- text columns hold every string (issue 9 item 6) --------------------------------------------
+
+LONE = {
+    "version": 0,
+    "id": "s-\ud800-lone",
+    "createdAt": T0,
+    "cwd": "/projects/\udc00demo",
+    "parentSession": "p\udbff",
+    "agentPreset": "preset\ud83d",
+}
+
+
+def _odd_typed(events: list[Event], odd_type: str) -> list[Event]:
+    """The log plus one ignorable event of an unknown type spelled `odd_type`."""
+    extra = Event(type=odd_type, seq=len(events), time=T0, data={"n": 1}, ignorable=True)
+    return [*events, extra]
+
+
+def test_lone_surrogates_in_the_id_cwd_header_and_type_columns_round_trip(tmp_path: Path) -> None:
+    # Issue 9 item 6: SQLite TEXT is UTF-8, and binding a lone surrogate raised
+    # UnicodeEncodeError; JsonlStore stores these legal strings, so SqliteStore must too.
+    path = tmp_path / "s.db"
+    events = _odd_typed(_log(1, 1), "x/odd\udfff")
+    with SqliteStore(path) as store:
+        created = store.create(LONE)
+        store.append(LONE["id"], events)
+    with SqliteStore(path) as store:
+        assert store.list() == (created,)
+        loaded = store.load(LONE["id"], now=0)
+        assert loaded.header == created and loaded.header.cwd == LONE["cwd"]
+        assert [e.type for e in loaded.events] == [e.type for e in events]
+        assert loaded.events == tuple(events)
+        assert store.read_from(LONE["id"], len(events) - 1) == (events[-1],)
+    with SqliteStore(path, read_only=True) as store:
+        assert store.inspect(LONE["id"]).events == tuple(events)
+    with _raw(path) as conn:
+        assert conn.execute("SELECT typeof(id), typeof(cwd) FROM sessions").fetchall() == [
+            ("text", "text")
+        ]
+
+
+def test_a_surrogate_pair_given_as_two_code_points_is_the_character_it_encodes(
+    tmp_path: Path,
+) -> None:
+    # Issue 9 item 6: a high surrogate followed by a low one is, in UTF-16 (the format's
+    # strings, JavaScript's), the astral character; stores keep the joined spelling only.
+    split, joined = "s-\ud83d\ude42", "s-\U0001f642"
+    header = {**HEADER, "id": split, "cwd": "/p/\ud83d\ude42"}
+    events = _odd_typed(_log(1, 1), "x/\ud83d\ude42")
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        created = store.create(header)
+        assert (created.id, created.cwd) == (joined, "/p/\U0001f642")
+        with pytest.raises(SessionExists):
+            store.create({**header, "id": joined})
+        store.append(split, events[:3])
+        store.append(joined, events[3:])
+    with SqliteStore(path) as store:
+        assert [h.id for h in store.list()] == [joined]
+        for spelling in (split, joined):
+            loaded = store.load(spelling, now=0)
+            assert loaded.header == created
+            assert loaded.events[-1].type == "x/\U0001f642"
+            assert loaded.events[:-1] == tuple(events[:-1])
+
+
+def test_text_that_is_not_utf8_is_corruption_not_a_sqlite_error(tmp_path: Path) -> None:
+    # Python's sqlite3 raised OperationalError("Could not decode to UTF-8") from the fetch.
+    path = tmp_path / "s.db"
+    events = _log(1, 2)
+    with SqliteStore(path) as store:
+        _fill(store, events)
+    with _raw(path) as conn:
+        conn.execute("UPDATE events SET data = CAST(x'7b22ff7d' AS TEXT) WHERE seq = 1")
+    with SqliteStore(path) as store, pytest.raises(CorruptLog, match="seq 1"):
+        store.inspect(HEADER["id"])
+    with _raw(path) as conn:
+        conn.execute("UPDATE sessions SET cwd = CAST(x'2fff' AS TEXT)")
+    with SqliteStore(path) as store, pytest.raises(CorruptLog):
+        store.list()
+
+
+# -- read-only opening and damage (issue 9 item 13) ---------------------------------------------
+
+
+def _sidecars(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
+
+
+def _wal_database(directory: Path, events: list[Event] | None = None) -> Path:
+    directory.mkdir(exist_ok=True)
+    path = directory / "sessions.db"
+    with SqliteStore(path) as store:
+        _fill(store, _log(1, 2) if events is None else events)
+    assert _sidecars(path) == [], "the last connection of a writer removes -wal and -shm"
+    return path
+
+
+def test_read_only_use_leaves_no_wal_or_shm_behind(tmp_path: Path) -> None:
+    # Issue 9 item 13: a `mode=ro` connection cannot checkpoint, so it left the -wal and
+    # -shm files it needed behind, although inspect/verify "write nothing".
+    path = _wal_database(tmp_path / "db")
+    before = path.read_bytes()
+    with SqliteStore(path, read_only=True) as store:
+        assert [h.id for h in store.list()] == [HEADER["id"]]
+        assert store.inspect(HEADER["id"]).events
+        assert store.read_from(HEADER["id"], 0)
+    assert _sidecars(path) == []
+    assert path.read_bytes() == before
+    foreign = tmp_path / "foreign" / "cache.db"
+    foreign.parent.mkdir()
+    _make_db(foreign, "PRAGMA journal_mode = WAL", "CREATE TABLE t (x)")
+    with pytest.raises(ForeignStore):
+        SqliteStore(foreign, read_only=True)
+    assert _sidecars(foreign) == []
+
+
+def test_read_only_use_keeps_a_write_ahead_log_that_holds_data(tmp_path: Path) -> None:
+    # A writer that is still open (or crashed) owns its -wal: a reader must neither
+    # checkpoint it nor delete it, and must see what it holds.
+    path = _wal_database(tmp_path / "db")
+    writer = SqliteStore(path)
+    writer.create({**HEADER, "id": "later"})
+    writer.append("later", _log(2, 1))
+    try:
+        with SqliteStore(path, read_only=True) as store:
+            assert [h.id for h in store.list()] == ["later", HEADER["id"]]
+        assert (path.parent / "sessions.db-wal").stat().st_size > 0
+        writer.append("later", [])
+    finally:
+        writer.close()
+    assert _sidecars(path) == []
+
+
+def _unprivileged(directory: Path, work: Any) -> Any:
+    """Run `work()` with `directory` (and what it holds) read-only for the caller.
+
+    Root ignores permission bits, so as root `work` runs in a forked child that
+    first drops to an unprivileged uid; its result comes back pickled.
+    """
+    directory.chmod(0o555)
+    try:
+        if os.geteuid() != 0:
+            return work()
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through the pipe
+            os.close(reader)
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                payload = pickle.dumps(("ok", work()))
+            except BaseException as exc:
+                payload = pickle.dumps(("raised", f"{type(exc).__name__}: {exc}"))
+            with os.fdopen(writer, "wb") as out:
+                out.write(payload)
+            os._exit(0)
+        os.close(writer)
+        with os.fdopen(reader, "rb") as got:
+            status, value = pickle.loads(got.read())
+        os.waitpid(pid, 0)
+        if status != "ok":
+            raise AssertionError(f"unprivileged reader raised {value}")
+        return value
+    finally:
+        directory.chmod(0o755)
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A directory an unprivileged uid can reach (pytest's tmp_path is owner-only)."""
+    path = Path(tempfile.mkdtemp(prefix="kernel-ro-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for p in path.rglob("*"):
+            if p.is_dir():
+                p.chmod(0o755)
+        shutil.rmtree(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs POSIX permissions")
+def test_read_only_store_reads_a_healthy_database_in_a_read_only_directory(
+    shared_tmp: Path,
+) -> None:
+    # Issue 9 item 13: WAL readers need a -shm file; `mode=ro` cannot create one in a
+    # read-only directory, so a healthy database was refused. With no write-ahead log to
+    # miss, `immutable=1` reads the database file alone.
+    path = _wal_database(shared_tmp / "db")
+    expected = _log(1, 2)
+
+    def read() -> tuple[int, list[str], bool]:
+        with SqliteStore(path, read_only=True) as store:
+            seen = store.inspect(HEADER["id"])
+            assert [h.id for h in store.list()] == [HEADER["id"]]
+        return len(seen.events), _sidecars(path), store.immutable
+
+    assert _unprivileged(path.parent, read) == (len(expected), [], True)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs POSIX permissions")
+def test_read_only_directory_with_a_write_ahead_log_but_no_index_is_refused(
+    shared_tmp: Path,
+) -> None:
+    # `immutable=1` ignores the -wal file: it would silently drop committed transactions.
+    path = _wal_database(shared_tmp / "db")
+    crashed = path.with_name("crashed.db")
+    writer = SqliteStore(path)
+    writer._conn.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.create({**HEADER, "id": "later"})
+    writer.append("later", _log(2, 1))
+    for suffix in ("", "-wal"):  # what a crash leaves, minus the index
+        shutil.copyfile(f"{path}{suffix}", f"{crashed}{suffix}")
+    writer.close()
+    assert (shared_tmp / "db" / "crashed.db-wal").stat().st_size > 0
+
+    def read() -> str:
+        try:
+            SqliteStore(crashed, read_only=True).close()
+        except StoreError as exc:
+            return f"StoreError: {exc}"
+        return "opened"
+
+    assert "write-ahead log" in _unprivileged(crashed.parent, read)
+
+
+def _truncated(path: Path, size: int) -> Path:
+    with open(path, "r+b") as f:
+        f.truncate(size)
+    return path
+
+
+def _page_damaged(path: Path) -> Path:
+    page = 4096
+    count = path.stat().st_size // page
+    with open(path, "r+b") as f:
+        for n in range(1, count):  # every page but the first (the header and the schema)
+            f.seek(n * page)
+            f.write(b"\x0d\xff\xff\xff\xff\xff\xff\xff")
+    return path
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: _truncated(p, 50),
+        lambda p: _truncated(p, 4096),
+        lambda p: _truncated(p, p.stat().st_size // 2),
+        _page_damaged,
+    ],
+    ids=["truncated-in-header", "truncated-to-one-page", "truncated-half", "pages-damaged"],
+)
+@pytest.mark.parametrize("read_only", [True, False], ids=["read-only", "read-write"])
+def test_a_damaged_database_is_corrupt_however_it_was_damaged(
+    tmp_path: Path, damage: Any, read_only: bool
+) -> None:
+    # Issue 9 item 13: a truncated database was ForeignStore ("unsupported") while a
+    # page-corrupted one raised sqlite3.DatabaseError (reported "invalid"). Both are damage
+    # to stored data: CorruptLog, persistence.md's family for it.
+    path = damage(_wal_database(tmp_path / "db", _log(1, 6)))
+    with pytest.raises(CorruptLog, match="damaged"), SqliteStore(path, read_only=read_only) as s:
+        s.inspect(HEADER["id"])

@@ -11,38 +11,32 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-from kernel.store.errors import ForeignStore, SessionNotFound, StoreError
+from kernel.store.errors import SessionNotFound, StoreError
 from kernel.store.results import RepairReport, StoredSession
-from kernel.store.sqlite import APPLICATION_ID, USER_VERSION, SqliteStore
+from kernel.store.sqlite import SqliteStore
 
 __all__ = ("sqlite_sessions", "inspect_sqlite", "repair_sqlite")
 
 
 def _probe(path: str) -> None:
-    """Refuse, without writing, a database that does not already hold the session schema."""
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    """Refuse, without writing, a database that does not already hold the session schema.
+
+    A read-only store is the probe: it refuses a foreign database (`ForeignStore`),
+    reports a damaged one as `CorruptLog`, reads one in a read-only directory, and
+    leaves no `-wal`/`-shm` behind.
+    """
     try:
-        conn = sqlite3.connect(uri, uri=True)
-        try:
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            user_version = conn.execute("PRAGMA user_version").fetchone()[0]
-        finally:
-            conn.close()
+        SqliteStore(path, read_only=True).close()
     except sqlite3.Error as exc:
-        raise ForeignStore(f"not a readable SQLite database ({exc})") from None
-    if (app_id, user_version) != (APPLICATION_ID, USER_VERSION):
-        raise ForeignStore(
-            f"not a session database (application_id {app_id:#x}, "
-            f"user_version {user_version}; expected {APPLICATION_ID:#x} and {USER_VERSION})"
-        )
+        raise StoreError(f"SQLite error: {exc}") from None
 
 
 @contextmanager
 def _store(path: str, *, read_only: bool = True) -> Iterator[SqliteStore]:
-    _probe(path)
     try:
+        if not read_only:
+            _probe(path)  # a writable store would create its schema in a pristine file
         store = SqliteStore(path, read_only=read_only)
     except sqlite3.Error as exc:
         raise StoreError(f"SQLite error: {exc}") from None

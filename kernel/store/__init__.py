@@ -15,7 +15,7 @@ from kernel.store.errors import (
     StoreLayoutError,
 )
 from kernel.store.jsonl import JsonlStore, inspect_file, is_zstd_log, repair_file
-from kernel.store.paths import encode_segment, project_dir_name, project_key
+from kernel.store.paths import encode_segment, project_dir_name, project_key, session_dir_name
 from kernel.store.results import RepairReport, StoredSession
 from kernel.store.sqlite import APPLICATION_ID, USER_VERSION, SqliteStore
 
@@ -30,6 +30,7 @@ __all__ = (
     "project_key",
     "project_dir_name",
     "encode_segment",
+    "session_dir_name",
     "APPLICATION_ID",
     "USER_VERSION",
     "StoreError",

@@ -4,12 +4,17 @@ Pure. A batch is snapshotted (a tuple of immutable `Event`s), each event's
 envelope and values are checked (R2, R1), retired vocabulary is refused (R3),
 and the seqs must continue the stored log contiguously (R4, `SeqMismatch`).
 Unknown types are accepted: refusing them would stall a live session's durability.
+Strings a store files by (ids, header fields, types) are held in their
+canonical spelling (`canonical_text`), the one every store reads back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
+
+import attrs
+import msgspec
 
 from kernel.admission import check_legacy
 from kernel.codec import (
@@ -27,9 +32,16 @@ from kernel.errors import (
     SurfaceMarkerError,
 )
 from kernel.events import Append, Event, Replace, SessionHeader
-from kernel.json import admit_json, safe_int
+from kernel.json import admit_json, canonical_text, safe_int
 
-__all__ = ("admit_stored_header", "check_batch")
+__all__ = ("admit_stored_header", "canonical_text", "check_batch")
+
+
+def _canonical_type(event: Event) -> Event:
+    canonical = canonical_text(event.type)
+    if canonical is event.type:
+        return event
+    return msgspec.structs.replace(event, type=canonical)
 
 
 def check_batch(events: Iterable[Event], next_seq: int | None = None) -> tuple[Event, ...]:
@@ -39,7 +51,7 @@ def check_batch(events: Iterable[Event], next_seq: int | None = None) -> tuple[E
     only that the batch is contiguous from its own first seq (the store compares
     that seq with the stored log inside its transaction).
     """
-    batch = tuple(events)
+    batch = tuple(e if not isinstance(e, Event) else _canonical_type(e) for e in events)
     if next_seq is None and batch and isinstance(batch[0], Event):
         next_seq = batch[0].seq if type(batch[0].seq) is int else 0
     for index, event in enumerate(batch):
@@ -73,11 +85,22 @@ def check_batch(events: Iterable[Event], next_seq: int | None = None) -> tuple[E
     return batch
 
 
+_HEADER_TEXTS: Final = ("id", "cwd", "parent_session", "origin", "agent_preset")
+
+
 def admit_stored_header(header: SessionHeader | Mapping[str, Any]) -> SessionHeader:
-    """Admission §6 for a header given to `create`; a store also needs a non-empty id."""
+    """Admission §6 for a header given to `create`; a store also needs a non-empty id.
+
+    The header's strings are returned in their canonical spelling (`canonical_text`).
+    """
     if isinstance(header, SessionHeader):
         header = header_to_json(header)
     admitted = header_from_json(header)
     if not admitted.id:
         raise SessionHeaderError("a stored session needs a non-empty id (H4)")
-    return admitted
+    changes: dict[str, Any] = {
+        name: canonical_text(value)
+        for name in _HEADER_TEXTS
+        if type(value := getattr(admitted, name)) is str and canonical_text(value) is not value
+    }
+    return attrs.evolve(admitted, **changes) if changes else admitted

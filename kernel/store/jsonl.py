@@ -31,7 +31,7 @@ from kernel.frames import (
     write_jsonl_zstd,
 )
 from kernel.json import safe_int
-from kernel.store.batch import admit_stored_header, check_batch
+from kernel.store.batch import admit_stored_header, canonical_text, check_batch
 from kernel.store.collector import paused_collector
 from kernel.store.errors import (
     LiveSessionOpen,
@@ -40,7 +40,7 @@ from kernel.store.errors import (
     StoreError,
     StoreLayoutError,
 )
-from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, encode_segment, project_dir_name
+from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, project_dir_name, session_dir_name
 from kernel.store.results import RepairReport, StoredSession
 
 __all__ = ("JsonlStore", "inspect_file", "repair_file", "is_zstd_log")
@@ -271,6 +271,9 @@ class JsonlStore:
     `zstd` selects `session.jsonl.zstd` files (a root holds one encoding only);
     `pack_chunks=False` writes delta chunks unpacked (diagnostics);
     `known_types` is the vocabulary the loader accepts without `ignorable`.
+    A session lives in `<root>/<project dir>/<session dir>/`, the session
+    directory named by `session_dir_name(id)` (long ids are shortened with a
+    hash); ids are taken in their canonical spelling (`canonical_text`).
 
     Not safe to share between threads; separate processes may share a root
     (appends and repairs lock the file), but only one should write a session.
@@ -301,7 +304,7 @@ class JsonlStore:
         cached = self._paths.get(session_id)
         if cached is not None and cached.is_file():
             return cached
-        segment = encode_segment(session_id)
+        segment = session_dir_name(session_id)
         if not self.root.is_dir():
             return None
         hits = []
@@ -335,11 +338,11 @@ class JsonlStore:
 
     def path_of(self, session_id: str) -> Path:
         """The file a materialized session is stored in (SessionNotFound otherwise)."""
-        return self._path_of(session_id)
+        return self._path_of(canonical_text(session_id))
 
     def _check_location(self, path: Path, header: SessionHeader) -> None:
         """The header's `id` and `cwd` must map to where the file was found (§2.2)."""
-        expected = (project_dir_name(header.cwd), encode_segment(header.id))
+        expected = (project_dir_name(header.cwd), session_dir_name(header.id))
         found = (path.parent.parent.name, path.parent.name)
         if found != expected:
             raise CorruptLog(
@@ -368,6 +371,7 @@ class JsonlStore:
         vocabulary is refused (`LegacyFormat`); unknown types are accepted.
         The first non-empty append of a created session materializes its file.
         """
+        session_id = canonical_text(session_id)
         batch = check_batch(events)
         pending = self._pending.get(session_id)
         if pending is not None:
@@ -394,7 +398,7 @@ class JsonlStore:
             )
         write = write_jsonl_zstd if self.zstd else write_jsonl
         data = write(header, batch, pack_chunks=self.pack_chunks)
-        directory = self.root / project_dir_name(header.cwd) / encode_segment(header.id)
+        directory = self.root / project_dir_name(header.cwd) / session_dir_name(header.id)
         _make_dirs(directory)
         final = directory / self._name
         temporary = directory / f".{self._name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
@@ -466,6 +470,7 @@ class JsonlStore:
 
     def inspect(self, session_id: str, *, now: int = 0) -> StoredSession:
         """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
+        session_id = canonical_text(session_id)
         path = self._path_of(session_id)
         loaded = self._plan(session_id, path, _read_file(path), now)
         return StoredSession(
@@ -479,6 +484,7 @@ class JsonlStore:
         after a hot reload) a torn tail is truncated but closers are never
         appended: an open last turn raises `LiveSessionOpen` instead.
         """
+        session_id = canonical_text(session_id)
         path = self._path_of(session_id)
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         try:
@@ -503,6 +509,7 @@ class JsonlStore:
         start = safe_int(from_seq)
         if start is None or start < 0 or type(from_seq) is bool:
             raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
+        session_id = canonical_text(session_id)
         path = self._path_of(session_id)
         data = _read_file(path)
         scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)

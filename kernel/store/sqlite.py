@@ -4,7 +4,9 @@ A thin shell: rows are encoded and decoded by the pure `kernel.rows`, the
 load pipeline and closers come from `kernel.durable`. This module only runs
 the transactions: opening rules (§7.1), the append transaction (§7.6) and the
 repair transaction (§6.3), each `BEGIN IMMEDIATE` and schema-checked, so a
-concurrent writer makes the later one fail instead of overwriting.
+concurrent writer makes the later one fail instead of overwriting. Every
+TEXT parameter is bound as `CAST(? AS TEXT)` (lone surrogates, `encode_text`),
+and SQLite's "malformed" becomes `CorruptLog` wherever it is raised.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import uuid
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -35,12 +37,15 @@ from kernel.rows import (
     MAX_ROW_MEMBERS,
     Row,
     RowScan,
+    UndecodableText,
     decode_row,
+    decode_text,
     encode_rows,
+    encode_text,
     event_row,
     scan_rows,
 )
-from kernel.store.batch import admit_stored_header, check_batch
+from kernel.store.batch import admit_stored_header, canonical_text, check_batch
 from kernel.store.collector import paused_collector
 from kernel.store.errors import (
     ForeignStore,
@@ -98,6 +103,69 @@ _SESSION_COLUMNS: Final = (
     "agent_preset, incarnation, revision"
 )
 _MAX_ATTEMPTS: Final = 8
+_SIDECARS: Final = ("-wal", "-shm")
+_UNOPENABLE: Final = frozenset((sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN))
+"""Primary result codes of a `mode=ro` reader that cannot create or open the WAL index."""
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if type(code) is int else None
+
+
+def _damage(path: str, exc: sqlite3.DatabaseError) -> CorruptLog:
+    return CorruptLog(f"{path}: the database file is damaged ({exc})")
+
+
+@contextmanager
+def _damage_is_corruption(path: str) -> Iterator[None]:
+    """SQLite's SQLITE_CORRUPT ("database disk image is malformed") as `CorruptLog`.
+
+    A truncated file and a damaged page are both damage to stored data
+    (persistence.md's corruption family), wherever SQLite notices it: at
+    opening, or on the page a query happens to read.
+    """
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if _primary_code(exc) == sqlite3.SQLITE_CORRUPT:
+            raise _damage(path, exc) from exc
+        raise
+
+
+def _holds_data(path: str) -> bool:
+    """Whether a file exists and is not empty (a -wal or -journal with content)."""
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
+
+
+def _release_sidecars(path: str) -> None:
+    """Let SQLite delete the empty -wal/-shm files a `mode=ro` reader had to create.
+
+    A WAL database's last connection checkpoints and deletes them on close,
+    but only a connection that can take the write lock: a `mode=ro` one never
+    does, so they were left behind. A plain connection that reads the schema
+    cookie and closes does it, and SQLite's own locking keeps it safe: while
+    any other connection is open the files stay. Only an empty write-ahead log
+    is released this way (checkpointing it writes nothing); one that holds a
+    writer's frames is left for that writer. Best effort: errors are ignored.
+    """
+    if not any(os.path.exists(path + suffix) for suffix in _SIDECARS):
+        return
+    if _holds_data(path + "-wal"):
+        return
+    try:
+        conn = sqlite3.connect(
+            Path(path).resolve().as_uri() + "?mode=rw", uri=True, timeout=0, isolation_level=None
+        )
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError):
+        pass
 
 
 def _expected_structure() -> dict[str, Any]:
@@ -141,6 +209,8 @@ def _expected() -> dict[str, Any]:
 def _header_record(row: Sequence[Any]) -> dict[str, Any]:
     """The in-memory header record of a `sessions` row; a foreign version is refused first."""
     session_id, version = row[0], row[1]
+    if any(type(value) is UndecodableText for value in row):
+        raise CorruptLog(f"session {session_id!r}: a sessions column holds TEXT that is not UTF-8")
     if type(version) is not int:
         raise CorruptLog(f"session {session_id}: stored version {version!r} is not a number")
     if version != 0:
@@ -165,16 +235,26 @@ def _header_of(row: Sequence[Any]) -> SessionHeader:
 
 def _header_columns(header: SessionHeader) -> tuple[Any, ...]:
     return (
-        header.id,
+        encode_text(header.id),
         header.version,
         header.created_at,
-        header.cwd,
-        header.parent_session,
+        encode_text(header.cwd),
+        encode_text(header.parent_session),
         header.seed_length,
-        header.origin,
+        encode_text(header.origin),
         header.delegation_depth,
-        header.agent_preset,
+        encode_text(header.agent_preset),
     )
+
+
+_INSERT_SESSION: Final = (
+    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (CAST(? AS TEXT), ?, ?, CAST(? AS TEXT), "
+    "CAST(? AS TEXT), ?, CAST(? AS TEXT), ?, CAST(? AS TEXT), ?, 0)"
+)
+_INSERT_ROW: Final = (
+    f"INSERT INTO events (session_id, {_ROW_COLUMNS}) "
+    "VALUES (CAST(? AS TEXT), ?, CAST(? AS TEXT), ?, ?, ?, ?, ?)"
+)
 
 
 def _wire(event: Event) -> dict[str, Any]:
@@ -206,6 +286,16 @@ class SqliteStore:
     row; `known_types` is the vocabulary the loader accepts without `ignorable`.
     One connection per store: not for sharing between threads; several
     processes may share a database (transactions are `BEGIN IMMEDIATE`).
+
+    `read_only=True` never writes (for `inspect`, `read_from`, `list`): the
+    database is opened `mode=ro` and must already hold the session schema.
+    Where no WAL index (`-shm`) can be created, e.g. in a read-only
+    directory, and no write-ahead log holds data, it is read `immutable=1`
+    (`immutable` is then true); a write-ahead log with data there is
+    refused (`StoreError`), since
+    reading without it would lose committed transactions. Closing the store
+    leaves no `-wal`/`-shm` file behind that it had to create. A damaged
+    database (truncated, a malformed page) is `CorruptLog` wherever it shows.
     """
 
     def __init__(
@@ -221,18 +311,48 @@ class SqliteStore:
         self.pack_chunks = pack_chunks
         self.known_types = frozenset(known_types)
         self.read_only = read_only
+        self.immutable = False
         self._pending: dict[str, SessionHeader] = {}
-        if read_only:
-            # Not even a journal-mode switch: inspecting a database must leave its bytes alone.
-            uri = Path(self.path).resolve().as_uri() + "?mode=ro"
-            self._conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
-        else:
-            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        if not read_only:
+            self._connect(lambda: sqlite3.connect(self.path, timeout=timeout))
+            return
+        # Not even a journal-mode switch: inspecting a database must leave its bytes alone.
+        uri = Path(self.path).resolve().as_uri() + "?mode=ro"
+        try:
+            self._connect(lambda: sqlite3.connect(uri, uri=True, timeout=timeout))
+        except sqlite3.OperationalError as exc:
+            _release_sidecars(self.path)
+            if _primary_code(exc) not in _UNOPENABLE or not os.path.isfile(self.path):
+                raise
+            # No WAL index can be had here (a read-only directory, say): read the file alone.
+            self._refuse_unread_journal(exc)
+            self.immutable = True
+            self._connect(lambda: sqlite3.connect(uri + "&immutable=1", uri=True))
+        except BaseException:
+            _release_sidecars(self.path)
+            raise
+
+    def _connect(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        """Open `self._conn` by the rules of §7.1, reading TEXT as `decode_text` does."""
+        self._conn = conn = connect()
+        conn.isolation_level = None
+        conn.text_factory = decode_text
         try:
             self._open()
         except BaseException:
-            self._conn.close()
+            conn.close()
             raise
+
+    def _refuse_unread_journal(self, cause: sqlite3.OperationalError) -> None:
+        """`immutable=1` reads the database file alone: refuse when a journal holds data."""
+        for suffix, what in (("-wal", "write-ahead log"), ("-journal", "rollback journal")):
+            if _holds_data(self.path + suffix):
+                raise StoreError(
+                    f"{self.path}: the {what} {self.path}{suffix} holds data, but a read-only "
+                    f"reader cannot use it here ({cause}); reading the database without it "
+                    "would miss committed transactions (open it where the -shm index can be "
+                    "created, or let a writer checkpoint it)"
+                ) from cause
 
     def _refuse_if_read_only(self) -> None:
         if self.read_only:
@@ -276,7 +396,14 @@ class SqliteStore:
         except sqlite3.OperationalError:
             raise  # locked, unreadable, ...: an I/O condition, not a foreign file
         except sqlite3.DatabaseError as exc:
+            if _primary_code(exc) == sqlite3.SQLITE_CORRUPT:
+                raise _damage(self.path, exc) from exc  # a SQLite file, truncated or damaged
             raise ForeignStore(f"{self.path}: not a SQLite database ({exc})") from exc
+        with _damage_is_corruption(self.path):
+            self._open_checked(identity)
+
+    def _open_checked(self, identity: tuple[int, int, int]) -> None:
+        conn = self._conn
         self._refuse_identity(*identity)
         if self.read_only:
             if identity[1] != USER_VERSION:
@@ -316,14 +443,15 @@ class SqliteStore:
     @contextmanager
     def _transaction(self, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
-        try:
-            yield conn
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with _damage_is_corruption(self.path):
+            conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     @property
     def store_id(self) -> str:
@@ -333,7 +461,10 @@ class SqliteStore:
         return value
 
     def close(self) -> None:
+        """Close the connection; a read-only store also releases the -wal/-shm it created."""
         self._conn.close()
+        if self.read_only and not self.immutable:
+            _release_sidecars(self.path)
 
     def __enter__(self) -> SqliteStore:
         return self
@@ -348,14 +479,16 @@ class SqliteStore:
 
     def _session_row(self, session_id: str) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = CAST(? AS TEXT)",
+            (encode_text(session_id),),
         ).fetchone()
         return row
 
     def _rows(self, session_id: str, *, from_seq: int = 0) -> list[Row]:
         cursor = self._conn.execute(
-            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq",
-            (session_id, from_seq),
+            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = CAST(? AS TEXT) AND seq >= ? "
+            "ORDER BY seq",
+            (encode_text(session_id), from_seq),
         )
         return [Row(*r) for r in cursor]
 
@@ -419,13 +552,14 @@ class SqliteStore:
         )
 
     def _insert(self, session_id: str, rows: Iterable[Row]) -> None:
+        key = encode_text(session_id)
         self._conn.executemany(
-            f"INSERT INTO events (session_id, {_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            _INSERT_ROW,
             (
                 (
-                    session_id,
+                    key,
                     r.seq,
-                    r.type,
+                    encode_text(r.type),
                     r.time,
                     r.data,
                     r.source_event_seqs,
@@ -438,14 +572,16 @@ class SqliteStore:
 
     def _bump_revision(self, session_id: str) -> None:
         self._conn.execute(
-            "UPDATE sessions SET revision = revision + 1 WHERE id = ?", (session_id,)
+            "UPDATE sessions SET revision = revision + 1 WHERE id = CAST(? AS TEXT)",
+            (encode_text(session_id),),
         )
 
     def _next_seq(self, session_id: str) -> int:
         """The seq after the logical last event, decoded from the physical tail row."""
         tail = self._conn.execute(
-            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
-            (session_id,),
+            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = CAST(? AS TEXT) "
+            "ORDER BY seq DESC LIMIT 1",
+            (encode_text(session_id),),
         ).fetchone()
         if tail is None:
             return 0
@@ -467,6 +603,7 @@ class SqliteStore:
         non-empty append of a created session inserts its `sessions` row.
         """
         self._refuse_if_read_only()
+        session_id = canonical_text(session_id)
         batch = check_batch(events)
         if not batch:
             if session_id not in self._pending:
@@ -492,11 +629,7 @@ class SqliteStore:
                     seq=batch[0].seq,
                 )
             if stored is None and pending is not None:
-                self._conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                    (*_header_columns(pending), str(uuid.uuid4())),
-                )
+                self._conn.execute(_INSERT_SESSION, (*_header_columns(pending), str(uuid.uuid4())))
             try:
                 self._insert(session_id, rows)
             except sqlite3.IntegrityError as exc:
@@ -511,6 +644,7 @@ class SqliteStore:
 
     def inspect(self, session_id: str, *, now: int = 0) -> StoredSession:
         """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
+        session_id = canonical_text(session_id)
         plan = self._plan(*self._read(session_id))
         return StoredSession(
             plan.header, plan.events, self._report(session_id, plan, committed=False)
@@ -525,6 +659,7 @@ class SqliteStore:
         planned is planned again; one that keeps changing raises `StaleRepair`.
         """
         self._refuse_if_read_only()
+        session_id = canonical_text(session_id)
         for _ in range(_MAX_ATTEMPTS):
             plan = self._plan(*self._read(session_id))
             report = self._report(session_id, plan, committed=False)
@@ -565,7 +700,8 @@ class SqliteStore:
                 )
             if planned is not None:
                 conn.execute(
-                    "DELETE FROM events WHERE session_id = ? AND seq >= ?", (session_id, planned)
+                    "DELETE FROM events WHERE session_id = CAST(? AS TEXT) AND seq >= ?",
+                    (encode_text(session_id), planned),
                 )
             if plan.closers:
                 if plan.closers[0].seq != len(current.events):
@@ -582,7 +718,7 @@ class SqliteStore:
         start = safe_int(from_seq)
         if start is None or start < 0 or type(from_seq) is bool:
             raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
-        _, rows = self._read(session_id)
+        _, rows = self._read(canonical_text(session_id))
         return scan_rows(rows).events[start:]
 
     def list(self) -> tuple[SessionHeader, ...]:
