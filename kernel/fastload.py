@@ -21,7 +21,6 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from kernel.admission import admit_wire_event
-from kernel.chunks import ROW_TAGS, expand_row_wire
 from kernel.codec import event_to_wire, header_from_json, parse_source_seqs
 from kernel.envelopes import (
     DECODE_ERRORS,
@@ -33,7 +32,7 @@ from kernel.envelopes import (
     decode_line,
     decode_other,
 )
-from kernel.errors import KernelError, MalformedChunkRow
+from kernel.errors import KernelError
 from kernel.events import (
     APPEND,
     ASSISTANT_CHUNK,
@@ -44,7 +43,7 @@ from kernel.events import (
 )
 from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
 from kernel.jsontext import parse_json
-from kernel.records import close_scan, row_gap, seq_gap
+from kernel.records import close_scan, read_record, row_gap, seq_gap
 from kernel.repair import interrupted_turn_closers
 from kernel.surface import PRESENT_NULL, SurfaceState
 
@@ -285,30 +284,9 @@ def scan_events(
         except DECODE_ERRORS:
             wire = decode_other(line)
         if wire is None:  # as the exact scan reads it
-            try:
-                value = parse_json(line)
-            except ValueError as exc:
-                issue = f"unparsable record at {label} {line_no}: {exc}"
+            wires, issue = read_record(line, expected, label, line_no)
+            if issue is not None:
                 break
-            if type(value) is not dict:
-                issue = f"record at {label} {line_no} is not a JSON object"
-                break
-            tag = value.get("type")
-            if tag.__class__ is str and tag in ROW_TAGS:
-                try:
-                    wires, _ = expand_row_wire(value, f"{label} {line_no}")
-                except MalformedChunkRow as exc:
-                    issue = str(exc)
-                    break
-                if wires[0]["seq"] != expected:
-                    issue = row_gap(label, line_no, wires[0]["seq"], expected)
-                    break
-            else:
-                seq = value.get("seq")
-                if not (seq.__class__ in (int, float) and seq == expected):
-                    issue = seq_gap(label, line_no, seq, expected, tag)
-                    break
-                wires = [value]
             admitted = _admitted_one_by_one(wires, expected)
             if admitted is None:
                 return None

@@ -17,7 +17,7 @@ from kernel.events import TURN_END
 from kernel.json import summary
 from kernel.jsontext import parse_json
 
-__all__ = ("scan_records", "row_gap", "seq_gap", "close_scan")
+__all__ = ("scan_records", "read_record", "row_gap", "seq_gap", "close_scan")
 
 
 def scan_records(
@@ -32,7 +32,6 @@ def scan_records(
     holding a real `turn/end`. `first_line` numbers the first line for messages.
     """
     find = buf.find
-    append = records.append
     expected = len(records)
     committed = start
     issue: str | None = None
@@ -47,40 +46,41 @@ def scan_records(
         end = nl + 1
         pos = end
         line_no += 1
-        try:
-            value = parse_json(line)
-        except ValueError as exc:
-            issue = f"unparsable record at {label} {line_no}: {exc}"
+        wires, issue = read_record(line, expected, label, line_no)
+        if issue is not None:
             break
-        if type(value) is not dict:
-            issue = f"record at {label} {line_no} is not a JSON object"
-            break
-        tag = value.get("type")
-        if tag.__class__ is str and tag in ROW_TAGS:
-            try:
-                members, _ = expand_row_wire(value, f"{label} {line_no}")
-            except MalformedChunkRow as exc:
-                issue = str(exc)
-                break
-            if members[0]["seq"] != expected:
-                issue = row_gap(label, line_no, members[0]["seq"], expected)
-                break
-            records.extend(members)
-            expected += len(members)
-            committed = end
-            kept_lines += 1
-            continue
-        seq = value.get("seq")
-        seq_type = seq.__class__
-        if (seq_type is int or seq_type is float) and seq == expected:
-            append(value)
-            expected += 1
-            committed = end
-            kept_lines += 1
-            continue
-        issue = seq_gap(label, line_no, seq, expected, tag)
-        break
+        records.extend(wires)
+        expected += len(wires)
+        committed = end
+        kept_lines += 1
     return close_scan(buf, pos, line_no, committed, kept_lines, issue, first_line, label)
+
+
+def read_record(
+    line: bytes, expected: int, label: str, line_no: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The wire events of one stored record that continues the prefix at seq `expected`,
+    or why it ends the prefix: `([], reason)` for an unparsable or non-object record, a
+    malformed chunk row or a seq gap (`seq_gap` raises `CorruptLog` for a `turn/end`)."""
+    try:
+        value = parse_json(line)
+    except ValueError as exc:
+        return [], f"unparsable record at {label} {line_no}: {exc}"
+    if type(value) is not dict:
+        return [], f"record at {label} {line_no} is not a JSON object"
+    tag = value.get("type")
+    if tag.__class__ is str and tag in ROW_TAGS:
+        try:
+            members, _ = expand_row_wire(value, f"{label} {line_no}")
+        except MalformedChunkRow as exc:
+            return [], str(exc)
+        if members[0]["seq"] != expected:
+            return [], row_gap(label, line_no, members[0]["seq"], expected)
+        return members, None
+    seq = value.get("seq")
+    if (seq.__class__ is int or seq.__class__ is float) and seq == expected:
+        return [value], None
+    return [], seq_gap(label, line_no, seq, expected, tag)
 
 
 def row_gap(label: str, line_no: int, seq0: int, expected: int) -> str:
