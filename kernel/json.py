@@ -585,8 +585,15 @@ def _place(parent: Any, key: Any, value: Any) -> None:
 # -- thaw and strict equality -------------------------------------------------------------------
 
 
+_LEFT = object()
+"""Marks, on `thaw`'s stack, the point where a container's copy is complete."""
+
+
 def thaw(value: Any) -> Any:
-    """A plain, caller-owned deep copy of a JSON value (frozen or plain); iterative."""
+    """A plain, caller-owned deep copy of a JSON value (frozen or plain); iterative.
+
+    A plain value that contains itself is not JSON: `NotLosslessJson`, not a loop.
+    """
     t = type(value)
     if t is FrozenObject or t is FrozenArray:
         value = value._raw
@@ -595,12 +602,20 @@ def thaw(value: Any) -> Any:
         return value
     root: list[Any] = []
     stack: list[tuple[Any, Any]] = [(value, (root, None))]
+    ancestors: set[int] = set()  # the containers being copied around the current one
     while stack:
         src, (parent, key) = stack.pop()
+        if src is _LEFT:
+            ancestors.discard(parent)
+            continue
         st = type(src)
         if st is FrozenObject or st is FrozenArray:
             src = src._raw
             st = type(src)
+        if id(src) in ancestors:
+            raise NotLosslessJson("value: a container contains itself (cycle)")
+        ancestors.add(id(src))
+        stack.append((_LEFT, (id(src), None)))  # popped once every child is copied
         if st is dict or (st is not list and st is not tuple and isinstance(src, Mapping)):
             dst_d: dict[Any, Any] = {}
             _place(parent, key, dst_d)

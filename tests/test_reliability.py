@@ -144,3 +144,16 @@ def _no_constants(token: str) -> Any:
 def _as_js_int(token: str) -> int | float:
     # Past 16 digits an integer is beyond 2**53 - 1: the exact reader reads it as a double.
     return float(token) if len(token.lstrip("-")) > 16 else int(token)
+
+
+def test_thawing_a_cyclic_plain_value_is_refused_not_a_loop() -> None:
+    # Found by the API audit: thaw's explicit stack followed a cycle forever.
+    from kernel.errors import NotLosslessJson
+    from kernel.json import thaw
+
+    loop: dict[str, Any] = {"a": [1]}
+    loop["a"].append(loop)
+    with pytest.raises(NotLosslessJson, match="cycle"):
+        thaw(loop)
+    shared = [1, 2]
+    assert thaw({"x": shared, "y": [shared, shared]}) == {"x": [1, 2], "y": [[1, 2], [1, 2]]}
