@@ -45,7 +45,7 @@ from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, 
 from kernel.jsontext import parse_json
 from kernel.records import close_scan, read_record, row_gap, seq_gap
 from kernel.repair import interrupted_turn_closers
-from kernel.surface import PRESENT_NULL, SurfaceState
+from kernel.surface import PRESENT_NULL, surface_state_of
 
 __all__ = ("TypedScan", "scan_events", "plan_events")
 
@@ -347,19 +347,7 @@ def plan_events(
         for index, closer in enumerate(closers, len(events)):
             admit_wire_event(event_to_wire(closer), index, lossless_check=False, where="closer")
         everything = events + list(closers)
-        lookup = everything.__getitem__
-        surface = SurfaceState()
-        for event in everything:
-            if event.surface_op is not None:
-                surface = surface.plan(
-                    event.type,
-                    event.seq,
-                    event.surface_op,
-                    event.source_event_seqs,
-                    event.data,
-                    lookup,
-                    "stored event",
-                )
+        surface_state_of(everything)  # R7-R9: the surface plan of every event
     except KernelError:
         return None
     result = tuple(everything)

@@ -299,6 +299,27 @@ class SurfaceState:
             self.replacements.append(Replacement(seq, op.start, op.end, shadowed)),
         )
 
+    def extended(self, seqs: Sequence[int]) -> SurfaceState:
+        """The state after appending the nodes `seqs` (increasing, each past every seq the
+        state has seen): what stepping each append gives, once its R5 and R7 checks passed."""
+        if not seqs:
+            return self
+        slot_of = self.slot_of
+        first_slot = len(self.slots)
+        indexed: list[int] = []
+        expected = len(slot_of)
+        for offset, seq in enumerate(seqs):
+            indexed.extend([-1] * (seq - expected))  # seqs that never took a slot read -1
+            indexed.append(first_slot + offset)
+            expected = seq + 1
+        nodes = self._nodes
+        return SurfaceState(
+            self.slots.extend(seqs),
+            slot_of.extend(indexed),
+            self.replacements,
+            None if nodes is None else nodes.extend(seqs),
+        )
+
     def step(self, event: Event, lookup: EventLookup) -> SurfaceState:
         """The state after one more (already decoded) event; raises on R5-R9."""
         where = f"event seq {event.seq}"
@@ -352,6 +373,7 @@ def surface_state_of(window: Sequence[Event], base: int = 0) -> SurfaceState:
     if type(base) is not int or not 0 <= base <= MAX_SAFE_INTEGER:
         raise KernelError(f"base must be a non-negative safe integer, got {summary(base)}")
     state = SurfaceState()
+    appended: list[int] = []  # appends not yet applied to `state`, in log order
 
     def lookup(seq: int) -> Event:
         return window[seq - base]
@@ -364,11 +386,17 @@ def surface_state_of(window: Sequence[Event], base: int = 0) -> SurfaceState:
                 index=index,
                 seq=event.seq if type(event.seq) is int else None,
             )
-        if (
-            event.surface_op is None
-            and event.source_event_seqs is None
-            and event.type not in SURFACE_TYPES
-        ):
+        op = event.surface_op
+        if op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
             continue  # invisible to the surface (R5 has nothing to check)
-        state = state.step(event, lookup)
-    return state
+        if type(op) is Append:
+            # An append's rules (R5, R7a-e) do not read the state: check them now, and
+            # apply a whole run of appends in one step.
+            where = f"event seq {event.seq}"
+            check_surface_marker(event.type, True, event.source_event_seqs is not None, where)
+            _citations(event.type, event.seq, event.source_event_seqs, (), where)
+            appended.append(event.seq)
+            continue
+        state = state.extended(appended).step(event, lookup)
+        appended.clear()
+    return state.extended(appended)
