@@ -370,6 +370,7 @@ def _admitted_as_it_is(item: Event, index: int, lossless_check: bool, where: str
         builtin_type(event_type) is str
         and event_type
         and event_type not in LEGACY_TYPES
+        and (event_type.isascii() or not lossless_check or canonical_text(event_type) == event_type)
         and builtin_type(seq) is int
         and seq == index
         and builtin_type(time) is int

@@ -157,3 +157,11 @@ def test_thawing_a_cyclic_plain_value_is_refused_not_a_loop() -> None:
         thaw(loop)
     shared = [1, 2]
     assert thaw({"x": shared, "y": [shared, shared]}) == {"x": [1, 2], "y": [[1, 2], [1, 2]]}
+
+
+def test_seed_joins_a_split_surrogate_pair_in_an_event_type_as_append_does() -> None:
+    # Issue 9 item 6: a split pair is the character it encodes; seed and append store it joined.
+    split, joined = "x/\ud83d\ude42", "x/\U0001f642"
+    seeded = SessionLog.seed([Event(split, 0, 1, {})], now=2)
+    appended = SessionLog.empty().append(split, {}, time=1)
+    assert seeded.events[0].type == appended.events[0].type == joined
