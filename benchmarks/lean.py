@@ -146,7 +146,7 @@ def _append(data: bytes) -> Sample:
     return {"seconds": seconds, "events": len(log.events)}
 
 
-def _status_bytes(field: str) -> int:
+def status_bytes(field: str) -> int:
     """A size from /proc/self/status (`VmRSS`, `VmHWM`) in bytes; 0 where there is none."""
     try:
         text = Path("/proc/self/status").read_text()
@@ -172,12 +172,12 @@ def _memory(data: bytes) -> Sample:
     a large parent at fork.
     """
     gc.collect()
-    before = _status_bytes("VmRSS")
+    before = status_bytes("VmRSS")
     _reset_peak_rss()
     loaded = load_jsonl(data, now=0)
-    rss_peak = _status_bytes("VmHWM") - before
+    rss_peak = status_bytes("VmHWM") - before
     gc.collect()
-    rss_retained = _status_bytes("VmRSS") - before
+    rss_retained = status_bytes("VmRSS") - before
     events = len(loaded.events)
     del loaded
     gc.collect()

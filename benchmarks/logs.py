@@ -81,18 +81,7 @@ def _replace_with_user_summary(w: LogWriter) -> bool:
         return False
     i, j = picked
     shadowed = w.nodes[i : j + 1]
-    summary = {
-        "id": f"summary-{len(w.events)}",
-        "role": "user",
-        "content": [{"type": "text", "text": _summary_text(w, len(shadowed))}],
-        "source": {"kind": "plugin", "plugin": "compact"},
-    }
-    w.add(
-        "user/message",
-        summary,
-        surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
-        sourceEventSeqs=shadowed,
-    )
+    w.compact(shadowed, f"summary-{len(w.events)}", _summary_text(w, len(shadowed)))
     return True
 
 
@@ -196,17 +185,5 @@ def adversarial_log(n: int, seed: int = 0) -> list[dict[str, Any]]:
         width = rng.choice((2, 3)) if rng.random() < 0.1 else 1
         width = min(width, len(w.nodes))
         i = rng.randrange(len(w.nodes) - width + 1)
-        shadowed = w.nodes[i : i + width]
-        message = {
-            "id": f"r-{k}",
-            "role": "user",
-            "content": [{"type": "text", "text": w.text(6)}],
-            "source": {"kind": "plugin", "plugin": "compact"},
-        }
-        w.add(
-            "user/message",
-            message,
-            surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
-            sourceEventSeqs=shadowed,
-        )
+        w.compact(w.nodes[i : i + width], f"r-{k}", w.text(6))
     return w.events

@@ -49,6 +49,21 @@ class LogWriter:
                 self.nodes[i : j + 1] = [seq]
         return seq
 
+    def compact(self, shadowed: list[int], mid: str, text: str) -> int:
+        """A compaction summary (`user/message`) replacing the nodes `shadowed`, citing them."""
+        summary = {
+            "id": mid,
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "plugin", "plugin": "compact"},
+        }
+        return self.add(
+            "user/message",
+            summary,
+            surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
+            sourceEventSeqs=shadowed,
+        )
+
     def text(self, n: int) -> str:
         return " ".join(self.rng.choice(WORDS) for _ in range(n))
 
@@ -232,19 +247,7 @@ def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
         turn += 1
         if turn % 40 == 0 and len(w.nodes) > 2:
             # Between turns every call is answered, so the whole surface is a balanced range.
-            shadowed = list(w.nodes)
-            summary = {
-                "id": f"summary-{turn}",
-                "role": "user",
-                "content": [{"type": "text", "text": w.text(30)}],
-                "source": {"kind": "plugin", "plugin": "compact"},
-            }
-            w.add(
-                "user/message",
-                summary,
-                surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
-                sourceEventSeqs=shadowed,
-            )
+            w.compact(list(w.nodes), f"summary-{turn}", w.text(30))
         w.add("turn/start", {"turn": turn})
         prompt = {
             "id": f"u-{turn}",

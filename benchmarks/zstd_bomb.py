@@ -32,6 +32,7 @@ import zstandard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from lean import status_bytes
 from logs import adversarial_log, compaction_heavy_log
 from realistic import realistic_log
 
@@ -57,18 +58,6 @@ def bomb_log(size: int, *, declare: bool) -> bytes:
     return encode_zstd_frame(header_line(HEADER) + b"\n") + zeros_frame(size, declare=declare)
 
 
-def _status_bytes(field: str) -> int:
-    """A size from /proc/self/status (`VmRSS`, `VmHWM`) in bytes; 0 where there is none."""
-    try:
-        text = Path("/proc/self/status").read_text()
-    except OSError:
-        return 0
-    for line in text.splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def _refuse(data: bytes) -> str:
     """Load `data` under the default cap; the refusal's message (anything else is a failure)."""
     try:
@@ -87,11 +76,11 @@ def measure_refusal(data: bytes, repeat: int) -> dict[str, Any]:
         message = _refuse(data)
         times.append(time.perf_counter() - start)
     gc.collect()
-    before = _status_bytes("VmRSS")
+    before = status_bytes("VmRSS")
     with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")  # restart VmHWM from the current size
     _refuse(data)
-    rss_peak = max(_status_bytes("VmHWM") - before, 0)
+    rss_peak = max(status_bytes("VmHWM") - before, 0)
     tracemalloc.start()
     _refuse(data)
     traced_peak = tracemalloc.get_traced_memory()[1]
