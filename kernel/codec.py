@@ -55,6 +55,7 @@ __all__ = (
     "parse_source_seqs",
     "event_from_wire",
     "ENVELOPE_KEYS",
+    "interned_order",
     "EVENT_DATA_TYPES",
     "check_event",
     "check_events",
@@ -70,7 +71,8 @@ ENVELOPE_KEYS = frozenset(
 _ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {LIVE_ORDER: LIVE_ORDER}
 
 
-def _interned_order(obj: Mapping[str, Any]) -> tuple[str, ...]:
+def interned_order(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The member order of a wire object, shared with every other event of that order."""
     order = tuple(obj)
     return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
 
@@ -157,7 +159,7 @@ def event_from_wire(obj: dict[str, Any], where: str, *, lossless: bool) -> Event
         surface_op=surface_op,
         source_event_seqs=sources,
         ignorable=ignorable,
-        wire_order=_interned_order(obj),
+        wire_order=interned_order(obj),
     )
 
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from kernel.admission import admit_wire_event
-from kernel.codec import event_to_wire, header_from_json, parse_source_seqs
+from kernel.codec import event_to_wire, header_from_json, interned_order, parse_source_seqs
 from kernel.envelopes import (
     DECODE_ERRORS,
     ChunkRow,
@@ -50,7 +50,6 @@ from kernel.surface import PRESENT_NULL, surface_state_of
 __all__ = ("TypedScan", "scan_events", "plan_events")
 
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
-_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {_MEMBER_ORDER: _MEMBER_ORDER}
 _KEYS_DECODER: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _TEXT_KIND: Final[dict[type, str]] = {
     row: "text-delta" if row.__struct_config__.tag == "text-chunks" else "reasoning-delta"
@@ -108,17 +107,13 @@ class _StoredLine(msgspec.Struct, gc=False):
     def build(self) -> Any:
         value = parse_json(self.line)
         if self.order is None:
-            self.order = _interned(tuple(value))
+            self.order = interned_order(value)
         return value["data"]
 
     def keys(self) -> tuple[str, ...]:
         if self.order is None:
-            self.order = _interned(tuple(_KEYS_DECODER.decode(self.line)))
+            self.order = interned_order(_KEYS_DECODER.decode(self.line))
         return self.order
-
-
-def _interned(order: tuple[str, ...]) -> tuple[str, ...]:
-    return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
 
 
 class _TextMember(msgspec.Struct, gc=False):

@@ -26,6 +26,7 @@ from kernel.codec import (
     event_to_wire,
     header_from_json,
     header_to_json,
+    interned_order,
     iter_events,
     parse_source_seqs,
     parse_surface_op,
@@ -35,7 +36,6 @@ from kernel.events import (
     APPEND,
     END_SEED,
     LEGACY_TYPES,
-    LIVE_ORDER,
     REQUEST_HEADER,
     Append,
     Event,
@@ -59,15 +59,6 @@ from kernel.messages import MessageHistory, step_messages
 from kernel.surface import SurfaceState, check_surface_marker
 
 __all__ = ("SessionLog",)
-
-_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {LIVE_ORDER: LIVE_ORDER}
-
-
-def _order_of(plain: Mapping[str, Any]) -> tuple[str, ...]:
-    order = tuple(plain)
-    if len(_ORDERS) < 512:
-        return _ORDERS.setdefault(order, order)
-    return order
 
 
 def _admit_header(header: SessionHeader | Mapping[str, Any] | None) -> SessionHeader | None:
@@ -245,7 +236,7 @@ class SessionLog:
                     op,
                     None if sources is None else parse_source_seqs(sources, where),
                     ignorable,
-                    order if order is not None else _order_of(plain),
+                    order if order is not None else interned_order(plain),
                 )
                 admitted.append(event)
                 if after is not surface:
