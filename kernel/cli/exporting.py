@@ -1,0 +1,46 @@
+"""`session-kernel export`: one stored session as ACP notifications or a provider request body.
+
+Writes nothing. The session is read as a load would balance it (torn tail dropped,
+closers of an interrupted last turn appended in memory), then projected by the pure
+`kernel.projections`; the result is printed as one JSON document.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kernel.cli import exits
+from kernel.cli.inspecting import kind_of_path
+from kernel.cli.output import error_line, print_json
+from kernel.cli.sources import SQLITE, open_log, session_ids
+from kernel.projections import acp_updates, anthropic_request, openai_request
+
+__all__ = ("FORMATS", "VIEWS", "run_export", "export_document")
+
+FORMATS: Final = ("acp", "openai", "anthropic")
+VIEWS: Final = ("transcript", "surface")
+
+
+def export_document(events: Any, *, session_id: str, fmt: str, view: str) -> Any:
+    """The projection `fmt` of a balanced log: a list of notifications, or a request body."""
+    if fmt == "acp":
+        return list(acp_updates(events, session_id=session_id, view=view))  # type: ignore[arg-type]
+    if fmt == "openai":
+        return openai_request(events)
+    return anthropic_request(events)
+
+
+def run_export(path: str, *, fmt: str, session: str | None, view: str, now: int) -> int:
+    """Print the projection of one stored session (a database needs `--session` when it
+    holds more than one)."""
+    kind = kind_of_path(path)
+    if kind == SQLITE and session is None:
+        ids = session_ids(path, kind, session=None)
+        if len(ids) != 1:
+            error_line(f"{path}: the database holds {len(ids)} sessions; choose one with --session")
+            return exits.USAGE
+        session = ids[0]
+    opened = open_log(path, kind, session=session, now=now)
+    events = (*opened.stored, *opened.closers)
+    print_json(export_document(events, session_id=opened.session, fmt=fmt, view=view))
+    return 0

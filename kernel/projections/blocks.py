@@ -1,0 +1,131 @@
+"""What every projection shares: the admitted log, reading blocks, and the one degrade rule.
+
+A projection never trusts a block's shape (the kernel validates only the message
+level, docs/format/events.md §4.3): a block is mapped when its shape is exactly the
+one a target understands, and otherwise *degraded* to text holding its compact JSON
+(`degraded_text`), never dropped. Reads go through `raw` (plain containers, never
+mutated); everything a projection returns is freshly built plain JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from kernel.errors import KernelError
+from kernel.events import Event
+from kernel.json import admit_json, raw, safe_int
+from kernel.jsontext import encode_json, parse_json
+from kernel.log import SessionLog
+
+__all__ = (
+    "ProjectionError",
+    "IMAGE_MEDIA_TYPES",
+    "admitted",
+    "degraded_text",
+    "text_of",
+    "image_ref",
+    "parsed_arguments",
+    "call_of",
+    "result_of",
+)
+
+IMAGE_MEDIA_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+"""The media types an image attachment may have (docs/format/events.md §4.3)."""
+
+
+class ProjectionError(KernelError):
+    """A log that admission accepts cannot be projected to the target (e.g. no request
+    header is in force, so there is no model to address)."""
+
+
+def admitted(events: Iterable[Event] | SessionLog) -> SessionLog:
+    """The log admitted whole on the restore path (R2-R12); a `SessionLog` is taken as it is.
+
+    Raises the `KernelError` of the first event admission refuses, before anything is
+    projected: a projection is of a whole admitted log or of nothing.
+    """
+    if isinstance(events, SessionLog):
+        return events
+    return SessionLog.restore(events)
+
+
+def degraded_text(block: Any) -> str:
+    """The text a block no target can carry becomes: its compact JSON (member order kept).
+
+    >>> degraded_text({"type": "citation", "url": "https://example.com"})
+    '{"type":"citation","url":"https://example.com"}'
+    """
+    return encode_json(block)
+
+
+def text_of(block: Any, kind: str = "text") -> str | None:
+    """The text of a `{type: kind, text: string}` block, else None."""
+    block = raw(block)
+    if type(block) is dict and block.get("type") == kind:
+        text = block.get("text")
+        if type(text) is str:
+            return text
+    return None
+
+
+def image_ref(block: Any) -> dict[str, Any] | None:
+    """The attachment of an `image` block whose `ImageAttachmentRef` is well formed, else None.
+
+    Returns a fresh `{attachmentId, mediaType, bytes, name?}`; width and height are
+    checked (positive integers) but not returned.
+    """
+    block = raw(block)
+    if type(block) is not dict or block.get("type") != "image":
+        return None
+    ref = block.get("attachment")
+    if type(ref) is not dict:
+        return None
+    attachment, media, size = ref.get("attachmentId"), ref.get("mediaType"), ref.get("bytes")
+    name = ref.get("name", None)
+    size_int = safe_int(size)
+    width, height = safe_int(ref.get("width")), safe_int(ref.get("height"))
+    if (
+        type(attachment) is not str
+        or not attachment
+        or media not in IMAGE_MEDIA_TYPES
+        or size_int is None
+        or size_int < 0
+        or width is None
+        or width < 1
+        or height is None
+        or height < 1
+        or (name is not None and type(name) is not str)
+    ):
+        return None
+    out: dict[str, Any] = {"attachmentId": attachment, "mediaType": media, "bytes": size_int}
+    if name is not None:
+        out["name"] = name
+    return out
+
+
+def parsed_arguments(arguments: str) -> tuple[bool, Any]:
+    """`(True, value)` when the raw arguments text is one lossless JSON value, else
+    `(False, None)` (not JSON, or a number JSON cannot carry back, such as `1e400`)."""
+    try:
+        value = parse_json(arguments)
+        return True, admit_json(value)
+    except (ValueError, KernelError):
+        return False, None
+
+
+def call_of(block: Any) -> tuple[str, str, str] | None:
+    """`(id, name, arguments)` of a well-formed `tool-call` block, else None."""
+    block = raw(block)
+    if type(block) is not dict or block.get("type") != "tool-call":
+        return None
+    call_id, name, arguments = block.get("id"), block.get("name"), block.get("arguments")
+    if type(call_id) is str and call_id and type(name) is str and type(arguments) is str:
+        return call_id, name, arguments
+    return None
+
+
+def result_of(message: Any) -> tuple[str, list[Any], bool]:
+    """`(callId, nested content, isError)` of a tool-result message (shape checked by R10)."""
+    block = raw(message)["content"][0]
+    return block["toolCallId"], block["content"], block.get("isError") is True
