@@ -8,7 +8,8 @@
      no permission, a dangling link, a directory that cannot be listed) or is
      not a regular file (a FIFO, a device). `inspect`/`repair` stop there;
      `verify` reports it as `unreadable`, verifies everything else, and exits 2
-     when nothing is invalid
+     when nothing is invalid; `verify` refusing a `--report` it cannot write,
+     or a Dask scheduler that cannot be reached (nothing written)
 3    a log is in a format this reader does not support (`UnsupportedFormat`),
      and none is invalid or unreadable
 4    internal error: anything raised that is neither a `KernelError` nor an
@@ -40,7 +41,8 @@ exit status:
   1    a log is invalid: corrupt, inadmissible, or (verify) it breaks a
        relational invariant, fails repair, or fails provider tool pairing
   2    usage error: bad arguments or no logs found; or a path cannot be read
-       or is not a regular file (verify: reported as unreadable, none invalid)
+       or is not a regular file (verify: reported as unreadable, none invalid);
+       verify: a --report that cannot be written, an unreachable scheduler
   3    a log uses a format this reader does not support (and none is invalid
        or unreadable)
   4    internal error (a bug, not a verdict on the log)

@@ -1,7 +1,9 @@
 """`session-kernel verify`: admission, invariants, repairability and tool pairing of many logs.
 
-One worker call verifies one file (every session of a SQLite database) and
-returns plain values, so files can be spread over processes. A log's status is
+The checks run through `kernel.corpus`: one check per file (per session of a
+SQLite database) on an executor — here, a process pool (`--jobs`) or Dask
+(`--scheduler`, `--dask local`); `--report` writes the columnar report and
+`--minimize` shrinks each failing log. A log's status is
 the worst thing found: `invalid` (corrupt, inadmissible, or a failed check),
 `unsupported`, `error` (the kernel raised something other than a KernelError),
 else `torn` (a torn tail, tolerated and removed by repair), `repairable` (an
@@ -10,21 +12,27 @@ interrupted final turn that the closers repair cleanly), or `ok`.
 
 from __future__ import annotations
 
+import errno
+import functools
 import multiprocessing
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Executor, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any, Final
 
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 from rich.text import Text
 
-from kernel.cli import analysis, exits
+from kernel import corpus
+from kernel.cli import exits
 from kernel.cli.output import (
+    error_line,
     print_json,
     printable_doc,
     stderr_console,
@@ -32,16 +40,8 @@ from kernel.cli.output import (
     table,
     text,
 )
-from kernel.cli.sources import (
-    DIRECTORY,
-    Opened,
-    Unreadable,
-    describe_os_error,
-    discover,
-    open_log,
-    session_ids,
-)
-from kernel.errors import KernelError, UnsupportedFormat
+from kernel.cli.sources import DIRECTORY, discover, open_log, session_ids
+from kernel.corpus import check as corpus_check
 
 __all__ = (
     "STATUSES",
@@ -51,6 +51,9 @@ __all__ = (
     "unreadable_result",
     "summarize",
     "exit_status",
+    "choose_executor",
+    "minimized_folder",
+    "minimize_failures",
     "run_verify",
 )
 
@@ -66,59 +69,9 @@ _DETAIL_ROWS: Final = 20
 """Rows listed per passing-but-reported status (torn, repairable) in the table output."""
 
 
-def verify_opened(opened: Opened) -> dict[str, Any]:
-    """The verdict on one loaded session: status, facts, and every problem found."""
-    problems = analysis.repaired_log_problems(opened.stored, opened.closers, opened.header)
-    if problems:
-        status = "invalid"
-    elif opened.torn:
-        status = "torn"
-    elif opened.closers:
-        status = "repairable"
-    else:
-        status = "ok"
-    return {
-        "path": opened.path,
-        "format": opened.kind,
-        "session": opened.session,
-        "status": status,
-        "events": len(opened.stored),
-        "closers": analysis.closers(opened.closers),
-        "tail": opened.tail,
-        "problems": problems,
-    }
-
-
-def _entry(
-    path: str, kind: str | None, session: str | None, status: str, check: str, message: str
-) -> dict[str, Any]:
-    return {
-        "path": path,
-        "format": kind,
-        "session": session,
-        "status": status,
-        "events": None,
-        "closers": [],
-        "tail": None,
-        "problems": [{"check": check, "message": message}],
-    }
-
-
-def _failure(path: str, kind: str, session: str | None, exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, OSError):
-        return _entry(path, kind, session, "unreadable", "read", describe_os_error(exc))
-    if isinstance(exc, UnsupportedFormat):
-        status = "unsupported"
-    elif isinstance(exc, KernelError):
-        status = "invalid"
-    else:
-        status = "error"
-    return _entry(path, kind, session, status, "admission", f"{type(exc).__name__}: {exc}")
-
-
-def unreadable_result(item: Unreadable) -> dict[str, Any]:
-    """The report entry of a path the search could not read: status `unreadable`, check `read`."""
-    return _entry(item.path, item.format, None, "unreadable", "read", item.reason)
+verify_opened = corpus_check.verify_opened
+_failure = corpus_check.failure_entry
+unreadable_result = corpus_check.unreadable_entry
 
 
 def verify_file(path: str, kind: str, now: int) -> list[dict[str, Any]]:
@@ -161,35 +114,41 @@ def exit_status(summary: dict[str, int]) -> int:
     return exits.OK
 
 
-def _verify_all(
-    files: Sequence[tuple[str, str]], jobs: int, now: int, progress: Progress | None
-) -> list[dict[str, Any]]:
-    task = None if progress is None else progress.add_task("verifying", total=len(files))
-    results: list[dict[str, Any]] = []
-
-    def advance() -> None:
-        if progress is not None and task is not None:
-            progress.advance(task)
-
-    if jobs == 1 or len(files) < 2:
-        for path, kind in files:
-            results.extend(verify_file(path, kind, now))
-            advance()
-        return results
-    paths = [path for path, _ in files]
-    kinds = [kind for _, kind in files]
-    chunk = max(1, min(16, len(files) // (jobs * 4)))
+def _pool(workers: int) -> Executor:
     # spawn, not fork: the progress bar's refresh thread may hold a lock at fork time
     context = multiprocessing.get_context("spawn")
-    done = 0
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        try:
-            for found in pool.map(verify_file, paths, kinds, [now] * len(files), chunksize=chunk):
-                results.extend(found)
-                done += 1
-                advance()
-        except BrokenProcessPool as exc:  # a worker died: what it had not reported is an error
-            results.extend(_failure(path, kind, None, exc) for path, kind in files[done:])
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+def choose_executor(
+    tasks: int, *, jobs: int, scheduler: str | None = None, dask_local: bool = False
+) -> corpus.Executor:
+    """The executor of a run: Dask when asked, else a process pool for `jobs > 1`, else here."""
+    if scheduler is not None or dask_local:
+        workers = jobs if jobs > 1 else os.cpu_count() or 1
+        return corpus.Dask(address=scheduler, workers=workers)
+    if jobs == 1 or tasks < 2:
+        return corpus.InProcess()
+    return corpus.ProcessPool(jobs, pool=_pool)
+
+
+def _verify_all(
+    files: Sequence[tuple[str, str]],
+    now: int,
+    progress: Progress | None,
+    *,
+    jobs: int,
+    scheduler: str | None,
+    dask_local: bool,
+) -> list[corpus.CorpusResult]:
+    tasks, results = corpus.plan_tasks(files)
+    executor = choose_executor(len(tasks), jobs=jobs, scheduler=scheduler, dask_local=dask_local)
+    bar = None if progress is None else progress.add_task("verifying", total=len(tasks))
+    check = functools.partial(corpus.check_task, now=now)
+    for _, found in executor.run(tasks, check):
+        results.extend(found)
+        if progress is not None and bar is not None:
+            progress.advance(bar)
     return results
 
 
@@ -272,6 +231,98 @@ def render(results: Sequence[dict[str, Any]], summary: dict[str, int]) -> Group:
     return Group(*parts)
 
 
+def _check_writable(report: str, *, minimize: bool) -> None:
+    """Refuse a report that cannot be written before any log is verified."""
+    corpus.report_format(report)
+    if Path(report).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a report file", report)
+    if not minimize:
+        return
+    folder = minimized_folder(report)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(folder))
+
+
+def _writable_parent(report: str) -> None:
+    parent = Path(report).parent
+    if not parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such directory for the report", str(parent))
+    if not os.access(parent, os.W_OK):
+        raise PermissionError(errno.EACCES, "cannot write the report there", str(parent))
+
+
+def minimized_folder(report: str) -> Path:
+    """Where `--minimize` writes: `out.parquet` -> `out.minimized/` beside it."""
+    target = Path(report)
+    return target.with_name(f"{target.stem}.minimized")
+
+
+def _safe_name(result: corpus.CorpusResult) -> str:
+    name = Path(result.path).name
+    for suffix in (".jsonl.zstd", ".jsonl"):
+        name = name.removesuffix(suffix)
+    if result.format == "sqlite" and result.session is not None:
+        name = f"{name}.{result.session}"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:120] or "log"
+
+
+def minimize_failures(
+    results: Sequence[corpus.CorpusResult], folder: Path, now: int
+) -> list[dict[str, Any]]:
+    """Shrink every invalid log that loads to a 1-minimal counterexample; one JSONL each.
+
+    A log that does not load (corrupt, inadmissible) has nothing to shrink and
+    is left out. Returns one entry per written file: log, failure, sizes, file.
+    """
+    out: list[dict[str, Any]] = []
+    used: set[str] = set()
+    for result in results:
+        if result.status != "invalid" or result.check in (None, "read", "admission"):
+            continue
+        try:
+            shrunk = corpus.minimize_log(
+                result.path, result.format or "jsonl", session=result.session, now=now
+            )
+        except Exception:  # the log changed under us, or shrinking hit a kernel bug: skip it
+            shrunk = None
+        if shrunk is None:
+            continue
+        name = _safe_name(result)
+        stem, n = name, 1
+        while name in used:
+            n += 1
+            name = f"{stem}-{n}"
+        used.add(name)
+        folder.mkdir(exist_ok=True)
+        target = folder / f"{name}.min.jsonl"
+        target.write_bytes(shrunk.data)
+        out.append(
+            {
+                "path": result.path,
+                "session": result.session,
+                "check": shrunk.key[0],
+                "rule": shrunk.key[1],
+                "eventsBefore": shrunk.before,
+                "eventsAfter": shrunk.after,
+                "file": str(target),
+            }
+        )
+    return out
+
+
+def _render_minimized(entries: Sequence[dict[str, Any]]) -> Table:
+    rows = [
+        [
+            e["path"],
+            f"{e['check']}: {e['rule']}",
+            f"{e['eventsBefore']} → {e['eventsAfter']}",
+            e["file"],
+        ]
+        for e in printable_doc(list(entries))
+    ]
+    return table("Minimal counterexamples", ("log", "fails", "events", "written to"), rows)
+
+
 def run_verify(
     paths: Sequence[str],
     *,
@@ -280,18 +331,64 @@ def run_verify(
     now: int,
     exclude: Sequence[str] = (),
     hidden: bool = False,
+    scheduler: str | None = None,
+    dask_local: bool = False,
+    report: str | None = None,
+    minimize: bool = False,
 ) -> int:
     """Verify every log under `paths`; print the report; return the exit status.
 
     `exclude` and `hidden` choose what a directory walk passes over (see
-    `sources.discover`); paths named in `paths` are always taken.
+    `sources.discover`); paths named in `paths` are always taken. `scheduler`
+    (a Dask address) or `dask_local` run the checks on Dask; `report` also
+    writes the table of `kernel.corpus.report`, and `minimize` one minimal
+    counterexample per failing log in `minimized_folder(report)`.
     """
+    if minimize and report is None:
+        error_line("--minimize writes beside the report: give --report FILE")
+        return exits.USAGE
+    try:
+        if report is not None:
+            _check_writable(report, minimize=minimize)
+            _writable_parent(report)
+            corpus.report.pyarrow_module()  # refuse now, not after the whole run
+        return _run(
+            paths,
+            jobs=jobs,
+            as_json=as_json,
+            now=now,
+            exclude=exclude,
+            hidden=hidden,
+            scheduler=scheduler,
+            dask_local=dask_local,
+            report=report,
+            minimize=minimize,
+        )
+    except (corpus.ClusterUnavailable, corpus.ReportUnavailable) as exc:
+        error_line(str(exc))
+        return exits.USAGE
+
+
+def _run(
+    paths: Sequence[str],
+    *,
+    jobs: int,
+    as_json: bool,
+    now: int,
+    exclude: Sequence[str],
+    hidden: bool,
+    scheduler: str | None,
+    dask_local: bool,
+    report: str | None,
+    minimize: bool,
+) -> int:
     found = discover(paths, exclude=exclude, hidden=hidden)
     if not found.logs and not found.unreadable:
         raise FileNotFoundError(2, "no logs found (*.jsonl, *.jsonl.zstd, SQLite)", " ".join(paths))
     files = list(found.logs)
     err: Console = stderr_console()
     show_progress = not as_json and sys.stderr.isatty() and len(files) >= PROGRESS_THRESHOLD
+    options: dict[str, Any] = {"jobs": jobs, "scheduler": scheduler, "dask_local": dask_local}
     if show_progress:
         columns = (
             TextColumn("{task.description}"),
@@ -300,15 +397,30 @@ def run_verify(
             TimeElapsedColumn(),
         )
         with Progress(*columns, console=err, transient=True) as progress:
-            results = _verify_all(files, jobs, now, progress)
+            records = _verify_all(files, now, progress, **options)
     else:
-        results = _verify_all(files, jobs, now, None)
-    results.extend(unreadable_result(item) for item in found.unreadable)
-    results.sort(key=lambda r: (r["path"], r["session"] or ""))
+        records = _verify_all(files, now, None, **options)
+    records.extend(
+        corpus.check.result_of(unreadable_result(item), size=None, seconds=0.0)
+        for item in found.unreadable
+    )
+    records.sort(key=lambda r: (r.path, r.session or ""))
+    minimized: list[dict[str, Any]] = []
+    if report is not None:
+        if minimize:
+            minimized = minimize_failures(records, minimized_folder(report), now)
+        corpus.write_report(records, report)
+    results = [dict(r.detail) for r in records]
     summary = summarize(results)
     status = exit_status(summary)
     if as_json:
-        print_json({"summary": summary, "exitStatus": status, "logs": results})
+        document: dict[str, Any] = {"summary": summary, "exitStatus": status, "logs": results}
+        if minimize:
+            document["minimized"] = minimized
+        print_json(document)
     else:
-        stdout_console().print(render(results, summary))
+        shown: Any = render(results, summary)
+        if minimize:
+            shown = Group(shown, _render_minimized(minimized))
+        stdout_console().print(shown)
     return status
