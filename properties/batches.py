@@ -143,7 +143,8 @@ def chunk_batches(*, max_size: int = 24) -> st.SearchStrategy[list[Wire]]:
 
 
 def chunk_rows() -> st.SearchStrategy[dict[str, Any]]:
-    """Valid packed chunk rows (events.md §7.1), as plain dicts in writer member order."""
+    """Valid packed chunk rows (docs/format/events.md §7.1), as plain dicts in writer member
+    order."""
     members = st.lists(st.sampled_from(["a", "", "é", "\ud800"]), min_size=1, max_size=5)
 
     def text_row(tag: str, seq0: int, time0: int, texts: list[str], idx: int) -> dict[str, Any]:

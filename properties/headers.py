@@ -1,4 +1,4 @@
-"""Request headers (folds.md §3) for the canonicalization and equality laws (P22, P23).
+"""Request headers (docs/format/folds.md §3) for the canonicalization and equality laws (P22, P23).
 
 `request_headers` draws valid headers, often not canonical (empty `system`,
 empty `tools`, marker-less `adapterDefaults`, extra keys). `HEADER_CHANGES`

@@ -2,7 +2,7 @@
 
 Values are plain `dict`/`list`/scalars, as a caller would hand them to the
 kernel. A bad value is a `BadJson(label, value)`: the label names the single
-defect (events.md §1.2), so a failing law can say which rule was missed.
+defect (docs/format/events.md §1.2), so a failing law can say which rule was missed.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def json_keys() -> st.SearchStrategy[str]:
 
 
 def js_numbers() -> st.SearchStrategy[int | float]:
-    """Numbers whose ECMAScript spelling is interesting (persistence.md §2.4)."""
+    """Numbers whose ECMAScript spelling is interesting (docs/format/persistence.md §2.4)."""
     return st.one_of(
         st.sampled_from(
             [0, 1, -1, MAX_SAFE, -MAX_SAFE, 3.0, 2.5, 1e16, 1e20, 1e21, 1e-6, 1e-7, 1.5e300]
@@ -234,7 +234,7 @@ DEFECTS: dict[str, Callable[[], Any]] = {
     "int-subclass": lambda: _Int(3),
     "object": _Opaque,
 }
-"""Every defect G-bad-json injects, by label (events.md §1.2)."""
+"""Every defect G-bad-json injects, by label (docs/format/events.md §1.2)."""
 
 
 @attrs.frozen

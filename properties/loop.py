@@ -1,4 +1,5 @@
-"""G-loop: logs shaped like real model-loop output (properties.md §1), and their crash prefixes.
+"""G-loop: logs shaped like real model-loop output (docs/format/properties.md §1), and their crash
+prefixes.
 
 Hypothesis draws a short list of small *actions* (a turn with its steps, a user
 injection, an extension event, a compaction, a re-seed); `interpret` turns them
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 from hypothesis import strategies as st
@@ -27,7 +28,7 @@ from properties.model import (
     messages_of,
     pairing_cuts,
 )
-from properties.report import format_log
+from properties.report import format_log, pretty_as_repr
 from properties.shapes import Wire
 
 __all__ = (
@@ -44,6 +45,7 @@ __all__ = (
     "LoopScript",
     "Attempt",
     "LoopLog",
+    "CrashPrefix",
     "interpret",
     "loop_scripts",
     "loop_logs",
@@ -240,6 +242,30 @@ class LoopLog:
 
     def __repr__(self) -> str:
         return f"LoopLog({len(self.events)} events)\n{format_log(self.events)}"
+
+    _repr_pretty_ = pretty_as_repr
+
+
+class CrashPrefix(NamedTuple):
+    """G-crash input: a G-loop log and a cut `k`; the crash prefix is `log.events[:k]`.
+
+    Unpacks as `(log, k)`; prints as the prefix, one wire event per line.
+    """
+
+    log: LoopLog
+    k: int
+
+    @property
+    def events(self) -> tuple[Wire, ...]:
+        """The crash prefix (the first `k` wire events)."""
+        return self.log.events[: self.k]
+
+    def __repr__(self) -> str:
+        total = len(self.log.events)
+        return f"CrashPrefix({self.k} of {total} events)\n{format_log(self.events)}"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        pretty_as_repr(self, p, cycle)
 
 
 # -- interpretation -----------------------------------------------------------------------------
@@ -576,7 +602,7 @@ def _calls(text: st.SearchStrategy[str]) -> st.SearchStrategy[CallSpec]:
     return st.builds(
         CallSpec,
         name=st.sampled_from(["ls", "read", "write"]),
-        arguments=st.sampled_from(['{"path":"."}', "{}", '{"a":[1,2]}', "not json"]),
+        arguments=st.sampled_from(["{}", '{"path":"."}', '{"a":[1,2]}', "not json"]),
         output=text,
         is_error=st.booleans(),
         meta=st.booleans(),
@@ -590,7 +616,7 @@ def _replies(text: st.SearchStrategy[str], max_calls: int) -> st.SearchStrategy[
         text=text,
         reasoning=st.none() | text,
         calls=st.lists(_calls(text), max_size=max_calls).map(tuple),
-        stream=st.sampled_from([1, 0, 2]),
+        stream=st.sampled_from([0, 1, 2]),
         pieces=st.integers(1, 5),
         usage=st.booleans(),
     )
@@ -630,11 +656,13 @@ def _actions(
         rewrite_text=text,
         restart=st.sampled_from([False, False, False, True]),
     )
+    # A user message first: the shrinker moves towards the first branch, and one event is the
+    # simplest action (a turn is drawn three times as often as each other kind).
     return st.one_of(
-        turn,
-        turn,
-        turn,
         st.builds(UserAction, text=text),
+        turn,
+        turn,
+        turn,
         st.builds(
             ExtensionAction,
             kind=st.integers(0, 7),
@@ -708,15 +736,22 @@ def loop_events(**kwargs: Any) -> st.SearchStrategy[tuple[Event, ...]]:
     return loop_logs(**kwargs).map(LoopLog.kernel_events)
 
 
-def crash_prefixes(**kwargs: Any) -> st.SearchStrategy[tuple[LoopLog, int]]:
-    """G-crash: a G-loop log and a cut `k` (the prefix is `log.events[:k]`, `0 <= k <= len`)."""
-    return loop_logs(**kwargs).flatmap(
-        lambda log: st.tuples(st.just(log), st.integers(0, len(log.events)))
-    )
+def crash_prefixes(**kwargs: Any) -> st.SearchStrategy[CrashPrefix]:
+    """G-crash: `CrashPrefix(log, k)`, a G-loop log and a cut `0 <= k <= len(log)` (the prefix
+    is `log.events[:k]`; it unpacks as `log, k`). `k` shrinks towards the log's end, so a
+    shrunk prefix is a short log cut late, not a long log cut early."""
+    logs = loop_logs(**kwargs)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> CrashPrefix:
+        log = draw(logs)
+        return CrashPrefix(log, len(log.events) - draw(st.integers(0, len(log.events))))
+
+    return build()
 
 
 def session_headers(*, session_id: str = "sess-1") -> st.SearchStrategy[dict[str, Any]]:
-    """Valid in-memory session header records (events.md §2.1) as plain dicts."""
+    """Valid in-memory session header records (docs/format/events.md §2.1) as plain dicts."""
     optional = st.fixed_dictionaries(
         {},
         optional={
@@ -738,3 +773,7 @@ def session_headers(*, session_id: str = "sess-1") -> st.SearchStrategy[dict[str
 def prefix_of(log: LoopLog, k: int) -> Sequence[Wire]:
     """The first `k` events of a generated log."""
     return log.events[:k]
+
+
+st.register_type_strategy(LoopLog, st.deferred(loop_logs))
+st.register_type_strategy(CrashPrefix, st.deferred(crash_prefixes))

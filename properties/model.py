@@ -51,7 +51,8 @@ def _plain(value: Any) -> Any:
 
 @attrs.define
 class SurfaceModel:
-    """Surface nodes and replace generation, plus the replacement history (folds.md §1)."""
+    """Surface nodes and replace generation, plus the replacement history
+    (docs/format/folds.md §1)."""
 
     nodes: list[int] = attrs.Factory(list)
     generation: int = 0
@@ -82,7 +83,7 @@ def surface_of(events: Iterable[Mapping[str, Any]]) -> SurfaceModel:
 
 
 def project(event: Mapping[str, Any]) -> Any:
-    """folds.md §2.1 on a wire event: the message, or None."""
+    """docs/format/folds.md §2.1 on a wire event: the message, or None."""
     t = event["type"]
     if t == "user/message":
         return event["data"]
@@ -95,7 +96,7 @@ def project(event: Mapping[str, Any]) -> Any:
 
 
 def messages_of(events: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """folds.md §2.2: the derived history of valid wire events (plain copies)."""
+    """docs/format/folds.md §2.2: the derived history of valid wire events (plain copies)."""
     out = []
     for seq in surface_of(events).nodes:
         message = project(events[seq])
@@ -105,7 +106,7 @@ def messages_of(events: Sequence[Mapping[str, Any]]) -> list[Any]:
 
 
 def pairing_cuts(events: Sequence[Mapping[str, Any]], nodes: Sequence[int]) -> list[bool]:
-    """folds.md §5.1: the N + 1 cut flags of a surface (assumes a pairable surface)."""
+    """docs/format/folds.md §5.1: the N + 1 cut flags of a surface (assumes a pairable surface)."""
     cuts = [True]
     outstanding = 0
     for seq in nodes:
@@ -123,7 +124,7 @@ def pairing_cuts(events: Sequence[Mapping[str, Any]], nodes: Sequence[int]) -> l
 
 
 def canonical(header: Mapping[str, Any]) -> dict[str, Any]:
-    """folds.md §3.1 (valid input only)."""
+    """docs/format/folds.md §3.1 (valid input only)."""
     out: dict[str, Any] = {}
     if "config" in header:
         out["config"] = _plain(header["config"])
@@ -189,7 +190,7 @@ def _config_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def equal_headers(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """folds.md §3.2 `header_equals` over canonical headers."""
+    """docs/format/folds.md §3.2 `header_equals` over canonical headers."""
     if not _config_equal(a["config"], b["config"]):
         return False
     ada, adb = a.get("adapterDefaults") or {}, b.get("adapterDefaults") or {}
@@ -203,7 +204,7 @@ def equal_headers(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def header_fold(events: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """folds.md §3.3 without a start value."""
+    """docs/format/folds.md §3.3 without a start value."""
     state: dict[str, Any] | None = None
     for event in events:
         if event["type"] == "request/header":
@@ -213,7 +214,7 @@ def header_fold(events: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
 
 @attrs.define
 class WriterModel:
-    """folds.md §3.4 writer-instance state and decision."""
+    """docs/format/folds.md §3.4 writer-instance state and decision."""
 
     generation_at_last_request: int
     anchored: bool = False
@@ -248,7 +249,7 @@ class WriterModel:
 
 @attrs.frozen
 class ModelViolation:
-    """One failed condition of folds.md §6.2."""
+    """One failed condition of docs/format/folds.md §6.2."""
 
     seq: int
     condition: str
@@ -265,7 +266,8 @@ def _names_open_step(data: Any, open_turn: Any, open_step: Any) -> bool:
 
 
 def violations_of(events: Sequence[Mapping[str, Any]]) -> list[ModelViolation]:
-    """Every failed condition of folds.md §6.2, in log order, transitions applied regardless."""
+    """Every failed condition of docs/format/folds.md §6.2, in log order, transitions applied
+    regardless."""
     out: list[ModelViolation] = []
     last_seq = -1
     open_turn: Any = None
@@ -343,7 +345,7 @@ def violations_of(events: Sequence[Mapping[str, Any]]) -> list[ModelViolation]:
 
 @attrs.define
 class ScanModel:
-    """folds.md §7.1 scan state after a log."""
+    """docs/format/folds.md §7.1 scan state after a log."""
 
     open_turn: Any = None
     open_step: Any = None
@@ -351,7 +353,7 @@ class ScanModel:
 
 
 def scan_for_closers(events: Iterable[Mapping[str, Any]]) -> ScanModel:
-    """Run the closer scan of folds.md §7.1."""
+    """Run the closer scan of docs/format/folds.md §7.1."""
     s = ScanModel()
     for event in events:
         t, data = event["type"], event["data"]

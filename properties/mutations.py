@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from properties import shapes
 from properties.loop import LoopLog, loop_logs
 from properties.model import surface_of
+from properties.report import pretty_as_repr
 from properties.shapes import Wire
 
 __all__ = (
@@ -59,6 +60,8 @@ class MutationCase:
     prefix: tuple[Wire, ...]
     mutation: Mutation
     valid_next: Wire | None
+
+    _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
         from properties.report import format_log, format_value
@@ -208,7 +211,7 @@ REWRITE_FIELDS: dict[str, str] = {
 
 Changing `role`, or `toolCallId` without `source.callId`, also breaks R10, and
 an extra key beside `turn, step, message, error, meta` breaks R12; both run
-before the surface plan (admission.md §3.1), so those are `MessageShapeError` /
+before the surface plan (docs/format/admission.md §3.1), so those are `MessageShapeError` /
 `EventShapeError`. Changing the call id consistently on both sides is R9.
 """
 
@@ -463,6 +466,8 @@ class RewriteCase:
         """The rewrite event (content changed, plus `change` when not None)."""
         return rewrite_of(self.prefix[self.target], len(self.prefix), change=self.change)
 
+    _repr_pretty_ = pretty_as_repr
+
     def __repr__(self) -> str:
         from properties.report import format_log
 
@@ -528,7 +533,7 @@ LEGACY_EVENTS: dict[str, Wire] = {
     "mode/set": shapes.envelope("mode/set", 0, 1, {"mode": "plan"}),
     "fallback header": shapes.envelope("request/header", 0, 1, _header("fallback")),
 }
-"""The retired vocabulary of events.md §6.3, one event each."""
+"""The retired vocabulary of docs/format/events.md §6.3, one event each."""
 
 
 @attrs.frozen(repr=False)
@@ -538,6 +543,8 @@ class LegacyInsertion:
     label: str
     position: int
     events: tuple[Wire, ...]
+
+    _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
         from properties.report import format_log
@@ -567,6 +574,8 @@ class Perturbation:
     kind: str
     original: tuple[Wire, ...]
     events: tuple[Wire, ...]
+
+    _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
         from properties.report import format_log
@@ -615,6 +624,16 @@ def perturb(events: Sequence[Wire], kind: str, pick: int) -> list[Wire] | None:
         if i is None:
             return None
         return relocate(ev[:i] + ev[i + 1 :], seqs[:i] + seqs[i + 1 :])
+    if kind == "duplicate tool/result":
+        # The same call answered twice: a copy (new message id) right after the result.
+        i = choose(lambda e: e["type"] == "tool/result" and e.get("surfaceOp") == "append")
+        if i is None:
+            return None
+        copied = copy.deepcopy(ev[i])
+        copied["data"]["message"]["id"] += "-again"
+        return relocate(
+            [*ev[: i + 1], copied, *ev[i + 1 :]], [*seqs[: i + 1], None, *seqs[i + 1 :]]
+        )
     if kind == "move request/header out of its turn":
         i = choose(lambda e: e["type"] == "request/header")
         if i is None:
@@ -632,6 +651,7 @@ PERTURBATIONS = (
     "delete step/end",
     "delete turn/end",
     "move request/header out of its turn",
+    "duplicate tool/result",
 )
 
 
@@ -643,6 +663,9 @@ def perturbations(kind: str | None = None) -> st.SearchStrategy[Perturbation]:
         return None if edited is None else Perturbation(kind, log.events, tuple(edited))
 
     kinds = st.sampled_from(PERTURBATIONS) if kind is None else st.just(kind)
-    logs = loop_logs(max_actions=4, min_actions=2, min_steps=1)
+    # Two turns only where the edit needs them (a deleted turn/end must have a turn after it):
+    # fewer forced actions, shorter shrunk examples.
+    two_turns = kind is None or kind == "delete turn/end"
+    logs = loop_logs(max_actions=4, min_actions=2 if two_turns else 1, min_steps=1)
     cases = st.builds(build, logs, kinds, st.integers(0, 100))
     return cases.filter(lambda p: p is not None)  # type: ignore[return-value]

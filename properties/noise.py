@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from properties import shapes
 from properties.loop import plain_text
+from properties.report import pretty_as_repr
 from properties.shapes import Wire
 
 __all__ = (
@@ -189,6 +190,8 @@ class Interleaving:
 
     messages: tuple[Wire, ...]
     mixed: tuple[Wire, ...]
+
+    _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
         from properties.report import format_log

@@ -1,41 +1,63 @@
 """Hypothesis settings profiles: `ci` (bounded, derandomized) and `deep` (100x examples).
 
-Select one with `pytest --hypothesis-profile=deep` or `HYPOTHESIS_PROFILE=deep`.
+The library registers profiles and never loads one: the test suite that uses the
+kit decides (its conftest calls `settings.load_profile`, or pytest runs with
+`--hypothesis-profile=...` / `--session-kernel-profile=...`). Loading a profile
+switches Hypothesis's defaults for the whole test session.
 """
 
 from __future__ import annotations
 
-import os
+from hypothesis import HealthCheck, Phase, settings
 
-from hypothesis import HealthCheck, settings
-
-__all__ = ("CI_EXAMPLES", "register_profiles", "share_of_examples")
+__all__ = ("CI_EXAMPLES", "PROFILES", "register_profiles", "share_of_examples")
 
 CI_EXAMPLES = 50
 """Examples per property under the `ci` profile; `deep` runs 100 times as many."""
 
-_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+_SLOW_OK = (HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much)
+
+_NO_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
+"""Every phase but `explain`: on a model-loop log it re-runs the law once per varied span of
+the shrunk example, which took 5 to 25 times as long as finding and shrinking the failure
+(docs/properties.md, "Readable, fast counterexamples")."""
+
+PROFILES: dict[str, dict[str, object]] = {
+    "ci": {
+        "max_examples": CI_EXAMPLES,
+        "deadline": None,
+        "derandomize": True,
+        "print_blob": True,
+        "suppress_health_check": _SLOW_OK,
+        "phases": _NO_EXPLAIN,
+    },
+    "deep": {
+        "max_examples": CI_EXAMPLES * 100,
+        "deadline": None,
+        "derandomize": False,
+        "print_blob": True,
+        "suppress_health_check": _SLOW_OK,
+        "phases": _NO_EXPLAIN,
+    },
+}
+"""The settings of each profile, by short name."""
 
 
-def register_profiles() -> None:
-    """Register `ci` and `deep` and load the one `HYPOTHESIS_PROFILE` names (default `ci`)."""
-    settings.register_profile(
-        "ci",
-        max_examples=CI_EXAMPLES,
-        deadline=None,
-        derandomize=True,
-        print_blob=True,
-        suppress_health_check=_SLOW_OK,
-    )
-    settings.register_profile(
-        "deep",
-        max_examples=CI_EXAMPLES * 100,
-        deadline=None,
-        derandomize=False,
-        print_blob=True,
-        suppress_health_check=_SLOW_OK,
-    )
-    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+def register_profiles(*, prefix: str = "") -> tuple[str, ...]:
+    """Register `ci` and `deep` (named `prefix + "ci"`, `prefix + "deep"`); load neither.
+
+    Returns the registered names. A prefix keeps a suite's own `ci` profile
+    untouched (the pytest plugin registers `session-kernel-ci` and
+    `session-kernel-deep`).
+
+    >>> register_profiles(prefix="doc-")
+    ('doc-ci', 'doc-deep')
+    """
+    names = []
+    for short, values in PROFILES.items():
+        settings.register_profile(prefix + short, **values)  # type: ignore[arg-type]
+        names.append(prefix + short)
+    return tuple(names)
 
 
 def share_of_examples(divisor: int, *, minimum: int = 3) -> settings:

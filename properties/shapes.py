@@ -1,4 +1,5 @@
-"""Builders for the wire shapes of events.md §3-§5, as plain dicts in writer member order.
+"""Builders for the wire shapes of docs/format/events.md §3-§5, as plain dicts in writer member
+order.
 
 Every generator builds its events here, so one place knows the envelope order a
 live append writes (`type, seq, time, data, sourceEventSeqs?, surfaceOp?,
@@ -40,7 +41,8 @@ KNOWN_EXTENSIONS = (
     "compaction/end",
     "goal/change",
 )
-"""Extension types in the default known vocabulary (events.md §6.2) the generators use."""
+"""Extension types in the default known vocabulary (docs/format/events.md §6.2) the generators
+use."""
 
 IGNORABLE_EXTENSIONS = ("x-telemetry/tick", "acme/note")
 """Unknown types the generators only emit with `ignorable: true`."""

@@ -1,7 +1,7 @@
 """An independent spelling of JSON text as JavaScript's `JSON.stringify` writes it.
 
 The byte-exact writer law (P43a) compares the kernel's `write_jsonl` with this
-module, written straight from persistence.md §2.4 and sharing no code with
+module, written straight from docs/format/persistence.md §2.4 and sharing no code with
 `kernel.jsontext`. Slow and recursive on purpose: it is an oracle, not a codec.
 """
 
@@ -48,7 +48,7 @@ def spell_string(text: str) -> str:
 
 
 def spell_number(value: int | float) -> str:
-    """ECMAScript Number::toString, per the table of persistence.md §2.4."""
+    """ECMAScript Number::toString, per the table of docs/format/persistence.md §2.4."""
     if type(value) is int and -_MAX_SAFE <= value <= _MAX_SAFE:
         return str(value)
     x = float(value)
@@ -113,7 +113,8 @@ def stringify(value: Any) -> str:
 
 
 def header_line(header: Mapping[str, Any]) -> str:
-    """The JSONL header line of an in-memory header record (events.md §2.2 key order)."""
+    """The JSONL header line of an in-memory header record (docs/format/events.md §2.2 key
+    order)."""
     line: dict[str, Any] = {"type": "session", "version": 0, "id": header["id"]}
     line["createdAt"] = header["createdAt"]
     for key in ("cwd", "parentSession", "seedLength", "origin"):

@@ -1,4 +1,4 @@
-"""Every Hypothesis strategy of the catalog (properties.md §1), in one import.
+"""Every Hypothesis strategy of the catalog (docs/format/properties.md §1), in one import.
 
 G-json / G-bad-json (`json_values`, `bad_json`), single events and G-loop
 (`loop_logs`, `loop_events`, `loop_scripts`), G-noise (`noise_events`,
@@ -33,6 +33,7 @@ from properties.json_values import (
     payload_values,
 )
 from properties.loop import (
+    CrashPrefix,
     LoopLog,
     crash_prefixes,
     loop_events,
@@ -48,9 +49,11 @@ from properties.mutations import (
     rewrite_cases,
 )
 from properties.noise import interleavings, noise_events
+from properties.types import register_type_strategies
 
 __all__ = (
     "BadJson",
+    "CrashPrefix",
     "LoopLog",
     "array_index_objects",
     "bad_json",
@@ -184,3 +187,7 @@ def payload_logs() -> st.SearchStrategy[tuple[Event, ...]]:
         st.lists(payload_values(), min_size=1, max_size=3),
         st.lists(json_strings(max_size=40), min_size=3, max_size=3),
     )
+
+
+# `st.from_type` works even where Hypothesis's entry points are off (HYPOTHESIS_NO_PLUGINS).
+register_type_strategies()

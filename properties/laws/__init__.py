@@ -1,4 +1,4 @@
-"""The property catalog (properties.md P1-P45) as plain functions.
+"""The property catalog (docs/format/properties.md P1-P45) as plain functions.
 
 Each law takes generated input (a log as wire dicts or kernel `Event`s, or the
 input object its generator draws) and raises `LawViolation`, an

@@ -78,7 +78,7 @@ def strict_text(value: Any) -> str:
 
 
 def same_json(a: Any, b: Any) -> bool:
-    """Structural JSON equality (events.md §1.4) of frozen or plain values."""
+    """Structural JSON equality (docs/format/events.md §1.4) of frozen or plain values."""
     return json_equal(thaw(a), thaw(b))
 
 

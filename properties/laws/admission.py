@@ -1,4 +1,4 @@
-"""Laws on admission (properties.md §3, §4: P11, P12 rejections, P13, P18)."""
+"""Laws on admission (docs/format/properties.md §3, §4: P11, P12 rejections, P13, P18)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Laws on packed chunk rows (properties.md §2, §9: P7, P42, P43)."""
+"""Laws on packed chunk rows (docs/format/properties.md §2, §9: P7, P42, P43)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _plain(record: Any) -> Any:
 
 
 def _decode(record_text: str) -> list[Any]:
-    """events.md §7.5: a row-tagged object is expanded; anything else passes through."""
+    """docs/format/events.md §7.5: a row-tagged object is expanded; anything else passes through."""
     value = json.loads(record_text)
     if is_chunk_row(value):
         return [event_to_json(e) for e in expand_chunk_row(value)]
@@ -244,7 +244,7 @@ ROW_CORRUPTIONS: dict[str, Any] = {
     "seq range": _seq_range,
     "time range": _time_range,
 }
-"""Single-field corruptions of a valid chunk row (events.md §7.6), by label."""
+"""Single-field corruptions of a valid chunk row (docs/format/events.md §7.6), by label."""
 
 
 def law_chunk_row_validation(row: Mapping[str, Any], corruption: str) -> None:

@@ -1,4 +1,4 @@
-"""Laws on request headers and request context (properties.md §6: P22-P27)."""
+"""Laws on request headers and request context (docs/format/properties.md §6: P22-P27)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Laws on the derived message history (properties.md §2, §5: P1, P2, P5, P6, P19-P21)."""
+"""Laws on the derived message history (docs/format/properties.md §2, §5: P1, P2, P5, P6,
+P19-P21)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Laws on relational invariants (properties.md §7: P28, P28a, P29)."""
+"""Laws on relational invariants (docs/format/properties.md §7: P28, P28a, P29)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,17 @@ def law_loop_logs_well_formed(log: Any) -> None:
     law = "P28 loop logs are well-formed"
     events = as_events(log)
     found = check_invariants(events)
-    check(not found, law, f"violations {list(found)}", log=as_wire(log))
+    check(
+        not found,
+        law,
+        f"violations {list(found)}",
+        log=as_wire(log),
+        seq=found[0].seq if found else None,
+    )
     try:
         check_invariants_strict(events)
     except InvariantViolation as exc:
-        violated(law, f"the fail-fast checker raised {exc}", log=as_wire(log))
+        violated(law, f"the fail-fast checker raised {exc}", log=as_wire(log), seq=exc.seq)
 
 
 def law_all_violations(log: Any) -> None:
@@ -41,6 +47,7 @@ def law_all_violations(log: Any) -> None:
         law,
         "violations differ from the reference tracker",
         log=wire,
+        seq=_first_seq(got, expected),
         kernel=got,
         model=expected,
     )
@@ -67,9 +74,38 @@ def law_perturbations_caught(p: Perturbation) -> None:
     moved out of its turn) makes the checker raise `InvariantViolation`."""
     law = f"P29 perturbations are caught [{p.kind}]"
     events = as_events(p.events)
-    check(bool(check_invariants(events)), law, "check_invariants found nothing", log=list(p.events))
+    edited = _first_edit(p)
+    check(
+        bool(check_invariants(events)),
+        law,
+        "check_invariants found nothing (the edited event is marked)",
+        log=list(p.events),
+        seq=edited,
+    )
     try:
         check_invariants_strict(events)
     except InvariantViolation:
         return
-    violated(law, "the fail-fast checker did not raise InvariantViolation", log=list(p.events))
+    violated(
+        law,
+        "the fail-fast checker did not raise InvariantViolation (the edited event is marked)",
+        log=list(p.events),
+        seq=edited,
+    )
+
+
+def _first_seq(got: list[tuple[int, str]], expected: list[tuple[int, str]]) -> int | None:
+    """The seq of the first entry where two violation lists differ."""
+    for a, b in zip([*got, None], [*expected, None], strict=False):
+        if a != b:
+            return min(x[0] for x in (a, b) if x is not None)
+    return None
+
+
+def _first_edit(p: Perturbation) -> int | None:
+    """The seq of the first event of `p.events` that differs from `p.original` (by type and
+    data: seqs shift after a deletion or an insertion)."""
+    for before, after in zip(p.original, p.events, strict=False):
+        if (before["type"], before["data"]) != (after["type"], after["data"]):
+            return int(after["seq"])
+    return None

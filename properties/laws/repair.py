@@ -1,4 +1,4 @@
-"""Laws on crash-repair closers (properties.md §8: P30-P35).
+"""Laws on crash-repair closers (docs/format/properties.md §8: P30-P35).
 
 Each law takes a crash prefix `P` (a G-loop log cut after any event) as wire
 dicts or events; `R = P + interrupted_turn_closers(P)` is the repaired log.
@@ -49,15 +49,28 @@ def law_crash_prefix_repairs(prefix: Any) -> None:
     try:
         SessionLog.restore(repaired)
     except Exception as exc:
-        violated(law, f"restore admission rejected the repaired log: {exc!r}", log=shown)
+        violated(
+            law,
+            f"restore admission rejected the repaired log: {exc!r}",
+            log=shown,
+            seq=getattr(exc, "seq", None),
+        )
     found = check_invariants(repaired)
-    check(not found, law, f"the repaired log breaks invariants: {list(found)}", log=shown)
     check(
-        scan_for_closers(shown).open_turn is None,
+        not found,
         law,
-        "the repaired log still has an open turn",
+        f"the repaired log breaks invariants: {list(found)}",
         log=shown,
+        seq=found[0].seq if found else None,
     )
+    if scan_for_closers(shown).open_turn is not None:
+        starts = [e["seq"] for e in shown if e["type"] == "turn/start"]
+        violated(
+            law,
+            "the repaired log still has an open turn (its turn/start is marked)",
+            log=shown,
+            seq=starts[-1] if starts else None,
+        )
     problem = tool_pairing_problem(derive_messages(repaired))
     check(problem is None, law, f"repaired history: {problem}", log=shown)
 

@@ -1,4 +1,5 @@
-"""Laws on seeds, end-seed markers and forks (properties.md §2, §3, §10: P3, P4, P12, P44, P45)."""
+"""Laws on seeds, end-seed markers and forks (docs/format/properties.md §2, §3, §10: P3, P4, P12,
+P44, P45)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Laws on durable storage (properties.md §9: P36-P41, P43a, P43b; P13 on load).
+"""Laws on durable storage (docs/format/properties.md §9: P36-P41, P43a, P43b; P13 on load).
 
 Byte-level laws work on the pure codecs (`write_jsonl`, `load_jsonl`, the
 Zstandard variants); `law_storage_round_trip` and `law_repair_once` drive any
 store with the `create` / `append` / `inspect` / `load` protocol of
-persistence.md §1 (JSONL files or SQLite).
+docs/format/persistence.md §1 (JSONL files or SQLite).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ __all__ = (
 
 
 class Store(Protocol):
-    """The storage contract of persistence.md §1 that the store laws drive."""
+    """The storage contract of docs/format/persistence.md §1 that the store laws drive."""
 
     def create(self, header: Any) -> Any: ...
     def append(self, session_id: str, events: Sequence[Event]) -> None: ...
@@ -475,7 +475,8 @@ def law_unknown_types(
 
 def law_byte_exact_writer(header: Mapping[str, Any], log: Any, pack: bool = True) -> None:
     """P43a: `write_jsonl(h, L)` is valid UTF-8, each line parses back to its record, and the
-    bytes are the spelling rules of persistence.md §2.4 applied to `pack_chunk_rows(L)`."""
+    bytes are the spelling rules of docs/format/persistence.md §2.4 applied to
+    `pack_chunk_rows(L)`."""
     law = "P43a byte-exact writer"
     events = as_events(log)
     wire = as_wire(log)
@@ -606,7 +607,7 @@ def law_crlf_lines(header: Mapping[str, Any], log: Any) -> None:
 
 def law_legacy_refused_on_load(header: Mapping[str, Any], case: Any) -> None:
     """P13 (load): a stored log holding retired vocabulary fails to load as a corruption-family
-    error caused by `LegacyFormat` (admission.md §7)."""
+    error caused by `LegacyFormat` (docs/format/admission.md §7)."""
     law = f"P13 legacy refusal on load [{case.label} at {case.position}]"
     wire = list(case.events)
     lines = [header_line(header), *(stringify(e) for e in wire)]

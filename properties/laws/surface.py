@@ -1,4 +1,4 @@
-"""Laws on the surface fold (properties.md §4: P14-P17)."""
+"""Laws on the surface fold (docs/format/properties.md §4: P14-P17)."""
 
 from __future__ import annotations
 
@@ -67,13 +67,18 @@ def law_surface_nodes_sane(log: Any) -> None:
             check(s not in nodes, law, f"shadowed seq {s} is still a node", log=wire)
             check(s in cited, law, f"replacement {r.seq} shadows {s} without citing it", log=wire)
     model = surface_of(wire)
+    first = next(
+        (min(a, b) for a, b in zip(nodes, model.nodes, strict=False) if a != b),
+        None,
+    )
     check(
         nodes == model.nodes
         and [(r.seq, r.start, r.end, tuple(r.shadowed_seqs)) for r in fold.replacements]
         == model.replacements,
         law,
-        "fold_surface disagrees with the reference model",
+        "fold_surface disagrees with the reference model (first differing node marked)",
         log=wire,
+        seq=first,
         kernel=nodes,
         model=model.nodes,
     )

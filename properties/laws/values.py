@@ -1,4 +1,4 @@
-"""Laws on lossless JSON and snapshots (properties.md §3: P8, P9, P10)."""
+"""Laws on lossless JSON and snapshots (docs/format/properties.md §3: P8, P9, P10)."""
 
 from __future__ import annotations
 
@@ -86,8 +86,8 @@ def law_lossy_json_rejected(bad: BadJson) -> None:
     """P9: a value with one defect raises `NotLosslessJson` on append, on seed, and in a header.
 
     A header may report it as a `SessionHeaderError` whose cause is `NotLosslessJson`
-    (admission.md §6 files H1 under `SessionHeaderError`; properties.md P9 names
-    `NotLosslessJson`): either reading is accepted, anything else is not.
+    (docs/format/admission.md §6 files H1 under `SessionHeaderError`; docs/format/properties.md P9
+    names `NotLosslessJson`): either reading is accepted, anything else is not.
     """
     law = f"P9 lossy JSON rejected [{bad.label}]"
     paths = {
