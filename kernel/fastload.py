@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from itertools import accumulate
+from operator import attrgetter
 from typing import Any, ClassVar, Final
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from kernel.admission import admit_wire_event
 from kernel.codec import event_to_wire, header_from_json, interned_order, parse_source_seqs
@@ -56,8 +58,18 @@ _TEXT_KIND: Final[dict[type, str]] = {
     for row in ChunkRow.__subclasses__()
 }
 _OPEN_OBJECT, _OPEN_ARRAY = ord("{"), ord("[")
-_DIGITS_AS_ZERO: Final = bytes.maketrans(b"0123456789", b"0000000000")
 _LONG_LITERAL: Final = b"0" * 300
+
+
+def _number_shapes() -> bytes:
+    """A translation table: every digit to `0`, `E` to `e` (signs are deleted as well)."""
+    table = bytearray(range(256))
+    table[ord("0") : ord("9") + 1] = b"0" * 10
+    table[ord("E")] = ord("e")
+    return bytes(table)
+
+
+_NUMBER_SHAPES: Final = _number_shapes()
 
 TypedScan = tuple[int, int, "str | None"]
 """`(committed, dropped, reason)`, as `kernel.records.scan_records` returns them."""
@@ -68,22 +80,57 @@ def _no_lossy_number(line: bytes) -> bool:
 
     Parsing leaves one kind of defect only: a negative zero, or a double that
     overflows to an infinity (or underflows to -0.0), which needs an exponent of
-    three digits or a literal of hundreds of digits. Every digit is mapped to `0`
-    first, so a few substring searches find any such spelling. False when unsure
-    (the same bytes inside a string): the value is then walked instead.
+    three digits or a literal of hundreds of digits. Digits are mapped to `0`,
+    `E` to `e`, and signs deleted, so one search finds any such exponent.
+    Deleting can only join characters that were apart, so the answer errs one
+    way: False when unsure (the same bytes inside a string, or joined by the
+    deletion), and the value is then walked instead.
     """
     if b"-0" in line and (b"-0." in line or b"-0e" in line or b"-0E" in line):
         return False
-    zeros = line.translate(_DIGITS_AS_ZERO)
-    return not (
-        b"e000" in zeros
-        or b"E000" in zeros
-        or b"e-000" in zeros
-        or b"E-000" in zeros
-        or b"e+000" in zeros
-        or b"E+000" in zeros
-        or _LONG_LITERAL in zeros
-    )
+    shapes = line.translate(_NUMBER_SHAPES, b"+-")
+    return not (b"e000" in shapes or (len(shapes) >= 300 and _LONG_LITERAL in shapes))
+
+
+class _PeekedData(msgspec.Struct, gc=False):
+    """The top-level scalars folds read most (turn, step, call id); other members skipped."""
+
+    turn: int | UnsetType = UNSET
+    step: int | UnsetType = UNSET
+    callId: str | UnsetType = UNSET
+
+
+class _PeekedLine(msgspec.Struct, gc=False):
+    data: _PeekedData
+
+
+_PEEK_DECODER: Final = msgspec.json.Decoder(_PeekedLine)
+_TYPE: Final = attrgetter("type")
+_PEEKABLE: Final = frozenset({"turn", "step", "callId"})
+_POSITION: Final = frozenset({"turn", "step"})
+
+
+def _peek_line(line: bytes, keys: frozenset[str]) -> dict[str, Any] | None:
+    """`keys` of a stored line's payload, decoded without building the payload.
+
+    None (build it) for a key not peekable, a member of another type, or an integer
+    the full reader would turn into a double (past 2**53).
+    """
+    if not keys <= _PEEKABLE:
+        return None
+    try:
+        data = _PEEK_DECODER.decode(line).data
+    except DECODE_ERRORS:
+        return None
+    found: dict[str, Any] = {}
+    for key in keys:
+        value = getattr(data, key)
+        if value is UNSET:
+            continue
+        if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return None
+        found[key] = value
+    return found
 
 
 class _StoredLine(msgspec.Struct, gc=False):
@@ -110,6 +157,9 @@ class _StoredLine(msgspec.Struct, gc=False):
             self.order = interned_order(value)
         return value["data"]
 
+    def members(self, keys: frozenset[str]) -> dict[str, Any] | None:
+        return _peek_line(self.line, keys)
+
     def keys(self) -> tuple[str, ...]:
         if self.order is None:
             self.order = interned_order(_KEYS_DECODER.decode(self.line))
@@ -117,7 +167,8 @@ class _StoredLine(msgspec.Struct, gc=False):
 
 
 class _TextMember(msgspec.Struct, gc=False):
-    """Member `k` of a text or reasoning chunk row, built on first read (events.md §7.4)."""
+    """Member `k` of a text or reasoning chunk row, built on first read
+    (docs/format/events.md §7.4)."""
 
     row: ChunkRow
     k: int
@@ -129,9 +180,13 @@ class _TextMember(msgspec.Struct, gc=False):
         chunk["text"] = data.texts[self.k]
         return {"turn": data.turn, "step": data.step, "chunk": chunk}
 
+    def members(self, keys: frozenset[str]) -> dict[str, Any] | None:
+        data = self.row.data
+        return {"turn": data.turn, "step": data.step} if keys <= _POSITION else None
+
 
 class _ToolMember(msgspec.Struct, gc=False):
-    """Member `k` of a tool-call chunk row, built on first read (events.md §7.4)."""
+    """Member `k` of a tool-call chunk row, built on first read (docs/format/events.md §7.4)."""
 
     row: ToolCallRow
     k: int
@@ -145,6 +200,10 @@ class _ToolMember(msgspec.Struct, gc=False):
         chunk["argumentsDelta"] = data.args[self.k]
         return {"turn": data.turn, "step": data.step, "chunk": chunk}
 
+    def members(self, keys: frozenset[str]) -> dict[str, Any] | None:
+        data = self.row.data
+        return {"turn": data.turn, "step": data.step} if keys <= _POSITION else None
+
 
 def _tag(wire: Any) -> str:
     """The `type` a typed decode matched (the tag of its struct class)."""
@@ -157,7 +216,7 @@ def _safe_positive(value: Any) -> bool:
 
 
 def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
-    """The events of a chunk row (events.md §7.4), or None when a rule might refuse it.
+    """The events of a chunk row (docs/format/events.md §7.4), or None when a rule might refuse it.
 
     The row must also admit: turn and step positive safe integers (R12), the index a
     safe integer (so its value reads the same in every reader).
@@ -334,7 +393,8 @@ def plan_events(
     """
     if session_id is not None and header["id"] != session_id:
         return None
-    if any(e.type not in known_types and not e.ignorable for e in events):
+    unknown = set(map(_TYPE, events)).difference(known_types)
+    if unknown and any(e.type in unknown and not e.ignorable for e in events):
         return None  # the unknown-type rule refuses the log
     try:
         closers = interrupted_turn_closers(events)

@@ -1,4 +1,4 @@
-"""Relational invariants (folds.md §6): turn/step enclosure and numbering, call/result pairing.
+"""Relational invariants (docs/format/folds.md §6): turn/step enclosure and numbering, pairing.
 
 Not part of default admission. `check_invariants` reports every failed condition and
 then applies the event's transition as if it had passed, so later events are judged
@@ -24,7 +24,7 @@ checker reports (`check_invariants_strict`). Rule ids, stable across versions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -52,7 +52,7 @@ from kernel.events import (
     TURN_START,
     Event,
 )
-from kernel.json import FrozenArray, raw, safe_int
+from kernel.json import FrozenArray, members, raw, safe_int
 
 __all__ = (
     "Violation",
@@ -80,7 +80,8 @@ RULES: Final = (
 """Every rule id a `Violation` may carry, in the order the module docstring explains them."""
 
 TOOL_NOT_STARTED_CODE: Final = "TOOL_NOT_STARTED"
-"""`data.error.code` of a crash-repair result for a call that never started (folds.md §7)."""
+"""`data.error.code` of a crash-repair result for a call that never started
+(docs/format/folds.md §7)."""
 
 _IN_STEP: Final = frozenset({ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL})
 _IN_TURN: Final = frozenset({TODO_WRITE, REQUEST_HEADER, REQUEST_CONTEXT})
@@ -98,9 +99,18 @@ class Violation:
 # -- reading payloads: shape first, then values -------------------------------------------------
 
 
-def _data(event: Event) -> Mapping[str, Any]:
-    """The payload's plain container (read-only here), or EventShapeError if not an object."""
-    data = raw(event.data)
+_TURN: Final = frozenset({"turn"})
+_POSITION: Final = frozenset({"turn", "step"})
+_CALL: Final = frozenset({"turn", "step", "callId"})
+
+
+def _data(event: Event, keys: frozenset[str] | None = None) -> Mapping[str, Any]:
+    """The payload's plain container (read-only here), or EventShapeError if not an object.
+
+    With `keys`, only those members are read: a lazily loaded payload answers them
+    without being built (`kernel.json.members`).
+    """
+    data = raw(event.data) if keys is None else members(event.data, keys)
     if type(data) is not dict:
         raise EventShapeError(
             f"event seq {event.seq}: {event.type} data must be a JSON object (R12)",
@@ -175,7 +185,7 @@ def _open_turn_text(open_turn: int | None) -> str:
 
 
 class InvariantState(msgspec.Struct, frozen=True, gc=False):
-    """What the invariant tracker knows after a prefix of a log (folds.md §6.1).
+    """What the invariant tracker knows after a prefix of a log (docs/format/folds.md §6.1).
 
     A msgspec struct rather than an attrs class: the fold builds one per event,
     and this is the cheapest immutable record to build.
@@ -206,7 +216,7 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
         kind = event.type
 
         if kind == TURN_START:
-            turn = _number(event, _data(event), "turn")
+            turn = _number(event, _data(event, _TURN), "turn")
             if open_turn is not None:
                 found.append(
                     Violation(
@@ -222,7 +232,7 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
             open_turn, next_step = turn, 1
 
         elif kind == TURN_END:
-            turn = _number(event, _data(event), "turn")
+            turn = _number(event, _data(event, _TURN), "turn")
             if open_turn != turn:
                 found.append(
                     Violation(
@@ -240,7 +250,7 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
             open_turn, next_turn = None, next_turn + 1
 
         elif kind == STEP_START:
-            data = _data(event)
+            data = _data(event, _POSITION)
             turn, step = _number(event, data, "turn"), _number(event, data, "step")
             if open_turn != turn:
                 found.append(
@@ -267,7 +277,7 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
             open_step = step
 
         elif kind == STEP_END:
-            data = _data(event)
+            data = _data(event, _POSITION)
             turn, step = _number(event, data, "turn"), _number(event, data, "step")
             if open_turn is None or turn != open_turn or step != open_step:
                 found.append(
@@ -281,7 +291,9 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
             pending, open_step, next_step = frozenset(), None, next_step + 1
 
         elif kind in _IN_STEP or (kind == TOOL_RESULT and event.surface_op == APPEND):
-            data = _data(event)
+            data = _data(
+                event, None if kind == TOOL_RESULT else _CALL if kind == TOOL_CALL else _POSITION
+            )
             turn, step = _number(event, data, "turn"), _number(event, data, "step")
             if open_turn is None or turn != open_turn or step != open_step:
                 found.append(
@@ -324,6 +336,36 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
         return after, tuple(found)
 
 
+def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
+    """The tracker folded over `log`: the violations of each event that has any.
+
+    A chunk that names the open step and follows the last seq changes nothing but
+    `last_seq` and fails nothing, so it is passed over without a step (most of a
+    log is chunks); `last_seq` is brought up to date before the next step.
+    """
+    state = InvariantState()
+    last = -1
+    for event in log:
+        if event.type == ASSISTANT_CHUNK:
+            seq = event.seq
+            if seq.__class__ is int and seq > last and state.open_step is not None:
+                position = members(event.data, _POSITION)
+                if position.__class__ is dict and (
+                    (turn := position.get("turn")).__class__ is int
+                    and (step := position.get("step")).__class__ is int
+                    and turn == state.open_turn
+                    and step == state.open_step
+                ):
+                    last = seq
+                    continue
+        if last != state.last_seq:
+            state = msgspec.structs.replace(state, last_seq=last)
+        state, found = state.step(event)
+        last = state.last_seq
+        if found:
+            yield found
+
+
 def check_invariants(events: Iterable[Event]) -> tuple[Violation, ...]:
     """Every relational violation in `events`, in log order; empty iff the log is well formed.
 
@@ -333,11 +375,9 @@ def check_invariants(events: Iterable[Event]) -> tuple[Violation, ...]:
     'turn-start-while-open'
     """
     log = event_sequence(events)
-    state = InvariantState()
     found: list[Violation] = []
     with ill_typed_events_reported(log):
-        for event in log:
-            state, violations = state.step(event)
+        for violations in _violations(log):
             found.extend(violations)
     return tuple(found)
 
@@ -345,13 +385,10 @@ def check_invariants(events: Iterable[Event]) -> tuple[Violation, ...]:
 def check_invariants_strict(events: Iterable[Event]) -> None:
     """Raise `InvariantViolation` for the first violation `check_invariants` would report."""
     log = event_sequence(events)
-    state = InvariantState()
     with ill_typed_events_reported(log):
-        for event in log:
-            state, violations = state.step(event)
-            if violations:
-                first = violations[0]
-                raise InvariantViolation(
-                    f"event seq {first.seq}: {first.message} ({first.rule}, folds.md §6)",
-                    seq=first.seq,
-                )
+        for violations in _violations(log):
+            first = violations[0]
+            raise InvariantViolation(
+                f"event seq {first.seq}: {first.message} ({first.rule}, docs/format/folds.md §6)",
+                seq=first.seq,
+            )

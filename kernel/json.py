@@ -29,6 +29,8 @@ __all__ = (
     "freeze",
     "view",
     "lazy_view",
+    "members",
+    "object_member",
     "known_lossless",
     "checked_as",
     "LazySource",
@@ -389,6 +391,9 @@ class LazySource(Protocol):
     def build(self) -> Any:
         """A plain `dict` or `list` the kernel owns; must not fail (checked beforehand)."""
 
+    # A source may also offer `members(keys) -> Mapping | None`: the top-level members
+    # `keys` of the object it builds, read without building it, or None (see `members`).
+
 
 def lazy_view(
     kind: type[FrozenObject] | type[FrozenArray],
@@ -453,6 +458,64 @@ def raw(value: Any) -> Any:
     if t is FrozenObject or t is FrozenArray:
         return value._raw
     return value
+
+
+def members(value: Any, keys: frozenset[str]) -> Any:
+    """A mapping that agrees with the object `value` on `keys`, read without building it
+    when its lazy source can tell (`members(keys)` on the source); otherwise `raw(value)`.
+
+    For folds that read a few top-level scalars of many payloads (turn, step, call id).
+    """
+    if type(value) is FrozenObject:
+        source = value._value
+        if type(source) is not dict:
+            peek = getattr(source, "members", None)
+            if peek is not None:
+                found = peek(keys)
+                if found is not None:
+                    return found
+        return value._raw
+    return raw(value)
+
+
+class _MemberSource(msgspec.Struct, gc=False):
+    """The lazy source of an object member read before its parent was built.
+
+    Holds the parent's source, not the parent, so no reference cycle forms
+    (these structs are not tracked by the collector).
+    """
+
+    parent: Any
+    key: str
+
+    @property
+    def lossless(self) -> bool:
+        result: bool = self.parent.lossless
+        return result
+
+    def build(self) -> Any:
+        return self.parent.build()[self.key]
+
+
+def object_member(value: FrozenObject, key: str) -> Any:
+    """`value[key]` for a member known to be a JSON object, without building a lazy `value`.
+
+    The member view is the one `value[key]` returns from then on; it is built from
+    the parent's source when first read. For folds that hand on a part of a payload
+    (the message of a `tool/result`) without reading it.
+    """
+    source = value._value
+    if type(source) is dict:
+        return value[key]
+    kids = value._kids
+    if kids is None:
+        kids = value._kids = {}
+    kid = kids.get(key)
+    if kid is None:
+        kid = kids[key] = FrozenObject(
+            _MemberSource(source, key), value._lossless, None, None, None
+        )
+    return kid
 
 
 def freeze(value: Any) -> Any:
@@ -665,7 +728,7 @@ class _ListSlot:
 
 
 def json_equal(a: Any, b: Any) -> bool:
-    """Structural JSON equality (events.md §1.4): numbers by value, never equal to a bool.
+    """Structural JSON equality (docs/format/events.md §1.4): numbers by value, never a bool.
 
     >>> json_equal({"a": 1.0}, {"a": 1}), json_equal([True], [1])
     (True, False)

@@ -31,12 +31,20 @@ from kernel.codec import (
     parse_source_seqs,
     parse_surface_op,
 )
-from kernel.errors import InvalidEnvelope, KernelError, NotLosslessJson, SurfaceMarkerError
+from kernel.errors import (
+    InvalidEnvelope,
+    KernelError,
+    NotLosslessJson,
+    ProvenanceError,
+    SurfaceError,
+    SurfaceMarkerError,
+)
 from kernel.events import (
     APPEND,
     END_SEED,
     LEGACY_TYPES,
     REQUEST_HEADER,
+    SURFACE_TYPES,
     Append,
     Event,
     Replace,
@@ -49,13 +57,12 @@ from kernel.json import (
     FrozenObject,
     admit_json,
     canonical_text,
-    checked_as,
     known_lossless,
     safe_int,
     summary,
     view,
 )
-from kernel.messages import MessageHistory, step_messages
+from kernel.messages import MessageHistory, history_of, step_messages
 from kernel.surface import SurfaceState, check_surface_marker
 
 __all__ = ("SessionLog",)
@@ -65,7 +72,8 @@ def _admit_header(header: SessionHeader | Mapping[str, Any] | None) -> SessionHe
     if header is None:
         return None
     if type(header) is SessionHeader:
-        header_to_json(header)  # admission.md §6: SessionHeader does not check its fields
+        # docs/format/admission.md §6: SessionHeader does not check its fields
+        header_to_json(header)
         return header
     return header_from_json(header)
 
@@ -120,7 +128,9 @@ class SessionLog:
 
     events: PVector[Event] = attrs.field(factory=pvector)
     surface: SurfaceState = attrs.field(factory=SurfaceState)
-    history: MessageHistory = attrs.field(factory=MessageHistory)
+    # The derived history: None until first read (seed, restore and append leave it
+    # so), then kept incrementally by the appends that follow.
+    history: MessageHistory | None = attrs.field(default=None, repr=False)
     request_header: Any = None
     header: SessionHeader | None = None
     first_live_seq: int = 0
@@ -130,8 +140,12 @@ class SessionLog:
 
     @property
     def messages(self) -> PVector[Any]:
-        """The derived message history (folds.md §2.2), kept incrementally."""
-        return self.history.dense()
+        """The derived message history (docs/format/folds.md §2.2): built on first read, kept."""
+        history = self.history
+        if history is None:
+            history = history_of(self.surface, self.events)
+            object.__setattr__(self, "history", history)  # a cache: the value is determined
+        return history.dense()
 
     @property
     def next_seq(self) -> int:
@@ -152,7 +166,7 @@ class SessionLog:
         header: SessionHeader | Mapping[str, Any] | None = None,
         now: int,
     ) -> SessionLog:
-        """Admit a seed (admission.md §3.2, §5) and append the end-seed marker at time `now`.
+        """Admit a seed (docs/format/admission.md §3.2, §5); append the end-seed marker at `now`.
 
         No marker is added when the seed already ends with one. Events may be
         `Event`s or wire objects; errors carry the seed `index`.
@@ -183,30 +197,30 @@ class SessionLog:
     ) -> SessionLog:
         admitted: list[Event] = []
         surface = SurfaceState()
-        messages = MessageHistory()
         request_header: Any = None
         lookup = admitted.__getitem__
+        vetted: set[str] = set()
         for index, item in enumerate(iter_events(events)):
-            where = f"{label} event at index {index}"
-            if type(item) is Event and _admitted_as_it_is(item, index, lossless_check, where):
+            if type(item) is Event and _admitted_as_it_is(item, index, lossless_check, vetted):
                 op, sources = item.surface_op, item.source_event_seqs
-                try:
-                    after = (
-                        surface
-                        if op is None
-                        else surface.plan(item.type, index, op, sources, item.data, lookup, where)
-                    )
-                except KernelError as exc:
-                    if exc.index is None:
-                        exc.index = index
-                    raise
+                if op is not None:
+                    # `where` is spelled only for an error: the plan is pure, so a failing
+                    # one is run again with it.
+                    try:
+                        surface = surface.plan(item.type, index, op, sources, item.data, lookup, "")
+                    except KernelError:
+                        where = f"{label} event at index {index}"
+                        try:
+                            surface.plan(item.type, index, op, sources, item.data, lookup, where)
+                        except KernelError as exc:
+                            _locate(exc, index)
+                            raise
+                        raise AssertionError("a surface plan failed once only") from None
                 admitted.append(item)
-                if after is not surface:
-                    messages = step_messages(messages, surface, after, item, lookup)
-                    surface = after
                 if item.type == REQUEST_HEADER:
                     request_header = step_request_header(request_header, item)
                 continue
+            where = f"{label} event at index {index}"
             try:
                 if type(item) is Event:
                     wire: Any = event_to_wire(item, where)
@@ -239,19 +253,15 @@ class SessionLog:
                     order if order is not None else interned_order(plain),
                 )
                 admitted.append(event)
-                if after is not surface:
-                    messages = step_messages(messages, surface, after, event, lookup)
                 if event_type == REQUEST_HEADER:
                     request_header = step_request_header(request_header, event)
             except KernelError as exc:
-                if exc.index is None:
-                    exc.index = index
+                _locate(exc, index)
                 raise
             surface = after
         return cls(
             events=pvector(admitted),
             surface=surface,
-            history=messages,
             request_header=request_header,
             header=header,
             first_live_seq=len(admitted),
@@ -269,7 +279,7 @@ class SessionLog:
         source_event_seqs: Sequence[int] | None = None,
         ignorable: bool = False,
     ) -> SessionLog:
-        """Admit one live event (admission.md §3.1) and return the longer log.
+        """Admit one live event (docs/format/admission.md §3.1) and return the longer log.
 
         The kernel assigns `seq`; `time` is the caller's clock reading (epoch ms).
         `surface_op` is `APPEND`, a `Replace`, or their wire spelling.
@@ -320,7 +330,11 @@ class SessionLog:
         return SessionLog(
             events=events,
             surface=after,
-            history=step_messages(self.history, self.surface, after, event, events.__getitem__),
+            history=(
+                None
+                if self.history is None
+                else step_messages(self.history, self.surface, after, event, events.__getitem__)
+            ),
             request_header=step_request_header(self.request_header, event),
             header=self.header,
             first_live_seq=self.first_live_seq,
@@ -346,46 +360,79 @@ def _safe_seqs(values: Any) -> bool:
     )
 
 
-def _admitted_as_it_is(item: Event, index: int, lossless_check: bool, where: str) -> bool:
+def _locate(exc: KernelError, index: int) -> None:
+    """Give a seed or restore error its input `index`, and a surface-rule error its `seq`.
+
+    Surface rules (R5-R9) run after R4, so the event's seq is its index.
+    """
+    if exc.index is None:
+        exc.index = index
+    if exc.seq is None and isinstance(exc, (SurfaceError, ProvenanceError)):
+        exc.seq = index
+
+
+def _vetted_type(event_type: Any, lossless_check: bool) -> bool:
+    """Whether an event type is spelled as admission keeps it (R2, R3, canonical text)."""
+    return (
+        builtin_type(event_type) is str
+        and bool(event_type)
+        and event_type not in LEGACY_TYPES
+        and (event_type.isascii() or not lossless_check or canonical_text(event_type) == event_type)
+    )
+
+
+def _admitted_as_it_is(item: Event, index: int, lossless_check: bool, vetted: set[str]) -> bool:
     """Whether an `Event` passes R1-R6 and R10-R12 exactly as it is, so it can be kept.
 
     Only accepts: an event with any unusual field (a float seq, a wire-spelled surface
     op, a citation list) or any broken rule is left to `admit_wire_event`, which
     normalizes it or names the error. A payload that is a frozen view already known
     to be lossless (R1) is shared, not walked; one the typed load path checked for
-    this event type (R3, R10-R12) is not checked again.
+    this event type (R3, R10-R12) is not checked again. `vetted` holds the event
+    types already found well spelled in this construction.
     """
     event_type, seq, time = item.type, item.seq, item.time
-    op, sources, data = item.surface_op, item.source_event_seqs, item.data
+    op, data = item.surface_op, item.data
+    if event_type.__class__ is not str or event_type not in vetted:
+        if not _vetted_type(event_type, lossless_check):
+            return False
+        vetted.add(event_type)
     if not (
-        builtin_type(event_type) is str
-        and event_type
-        and event_type not in LEGACY_TYPES
-        and (event_type.isascii() or not lossless_check or canonical_text(event_type) == event_type)
-        and builtin_type(seq) is int
+        seq.__class__ is int
         and seq == index
-        and builtin_type(time) is int
+        and time.__class__ is int
         and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-        and builtin_type(item.ignorable) is bool
-        and builtin_type(data) in EVENT_DATA_TYPES
-        and (
-            op is None
-            or op is APPEND
-            or (builtin_type(op) is Replace and _safe_seq(op.start) and _safe_seq(op.end))
-        )
-        and (sources is None or _safe_seqs(sources))
+        and item.ignorable.__class__ is bool
     ):
         return False
-    try:
+    if event_type in SURFACE_TYPES:
+        sources = item.source_event_seqs
+        if not (
+            op is APPEND
+            or (builtin_type(op) is Replace and _safe_seq(op.start) and _safe_seq(op.end))
+        ) or not (sources is None or _safe_seqs(sources)):
+            return False  # R5-R7 errors are named by `admit_wire_event`
+    elif op is not None or item.source_event_seqs is not None:
+        return False
+    data_type = builtin_type(data)
+    if data_type is FrozenObject or data_type is FrozenArray:
         if lossless_check and not known_lossless(data):
-            if builtin_type(data) in (FrozenObject, FrozenArray):
-                return False  # walked and copied by `admit_wire_event`, as any caller's value
-            admit_json(data)  # a scalar
-        check_surface_marker(event_type, op is not None, sources is not None, where)
-        if checked_as(data) != event_type:  # the typed load path checked it already
-            if event_type == REQUEST_HEADER:
-                check_legacy_reason(event_type, data, where)
-            check_payload(event_type, data, where)
+            return False  # walked and copied by `admit_wire_event`, as any caller's value
+        if data._checked_as == event_type:  # the typed load path checked it already
+            return True
+    elif data_type in EVENT_DATA_TYPES:
+        if lossless_check:
+            try:
+                admit_json(data)  # a scalar
+            except KernelError:
+                return False
+    else:
+        return False
+    # A failure sends the event to `admit_wire_event`, which names it: no `where` here.
+    try:
+        if event_type == REQUEST_HEADER:
+            check_legacy_reason(event_type, data, "")
+        check_payload(event_type, data, "")
     except KernelError:
         return False
     return True

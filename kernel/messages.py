@@ -1,4 +1,4 @@
-"""Message projection and the derived history (folds.md §2).
+"""Message projection and the derived history (docs/format/folds.md §2).
 
 A derived message is the frozen object held inside its event, never a copy:
 `project_message(e) is project_message(e)`. The history `SessionLog` keeps
@@ -17,10 +17,16 @@ from pyrsistent import PVector, pvector
 from kernel.codec import check_event, event_sequence, ill_typed_events_reported
 from kernel.errors import MessageShapeError
 from kernel.events import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE, Event
-from kernel.json import raw
+from kernel.json import FrozenObject, object_member, raw
 from kernel.surface import SurfaceState, surface_state_of
 
-__all__ = ("project_message", "derive_messages", "step_messages", "MessageHistory")
+__all__ = (
+    "project_message",
+    "derive_messages",
+    "step_messages",
+    "history_of",
+    "MessageHistory",
+)
 
 
 def project_message(event: Event) -> Any:
@@ -36,6 +42,14 @@ def project_message(event: Event) -> Any:
 def _project(event: Event) -> Any:
     """`project_message` of an event whose field types are known to be right."""
     event_type = event.type
+    data = event.data
+    if type(data) is FrozenObject and data._checked_as == event_type:
+        # The typed load path checked the shape (R10): the message can be handed on
+        # unread. (An assistant message is read: an empty one projects to nothing.)
+        if event_type == USER_MESSAGE:
+            return data
+        if event_type == TOOL_RESULT:
+            return object_member(data, "message")
     if event_type == USER_MESSAGE:
         if type(raw(event.data)) is not dict:
             raise MessageShapeError(f"event seq {event.seq}: user/message data is not an object")
@@ -110,6 +124,13 @@ def step_messages(
         return messages.appended(_project(event))
     shadowed = after.replacements[-1].shadowed_seqs
     return messages.replaced([before.slot_of[s] for s in shadowed], _project(event))
+
+
+def history_of(surface: SurfaceState, events: Sequence[Event]) -> MessageHistory:
+    """The history of an admitted log, by slot, from its surface state (one pass)."""
+    return MessageHistory(
+        pvector([None if seq < 0 else _project(events[seq]) for seq in surface.slots])
+    )
 
 
 def derive_messages(events: Iterable[Event]) -> tuple[Any, ...]:

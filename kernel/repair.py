@@ -1,4 +1,4 @@
-"""Crash-repair closers (folds.md §7): the synthetic events that close a turn a crash left open.
+"""Crash-repair closers (docs/format/folds.md §7): synthetic events closing a crashed turn.
 
 One forward scan keeps the open turn, the open step and the calls still waiting
 for a result; the closers answer those calls, end the step and end the turn as
@@ -114,7 +114,7 @@ def _positive(value: Any, index: int, what: str) -> int:
 
 
 def _scan(items: Iterable[tuple[Any, Any, Any, Any]], start: int = 0) -> tuple[Event, ...]:
-    """Closers from `(type, seq, time, data)` items in log order (folds.md §7.1-§7.2).
+    """Closers from `(type, seq, time, data)` items in log order (docs/format/folds.md §7.1-§7.2).
 
     `start` is the log index of the first item (for messages). Payloads are read
     only for the event types the scan watches.
@@ -194,7 +194,7 @@ def _closers(
     step_at: int,
     pending: dict[Any, list[Any]],
 ) -> tuple[Event, ...]:
-    """The closers of folds.md §7.2 after the last event `(index, seq, time)`."""
+    """The closers of docs/format/folds.md §7.2 after the last event `(index, seq, time)`."""
     last_index, last_seq, last_time = last
     base = safe_int(last_seq)
     time = safe_int(last_time)
@@ -269,6 +269,8 @@ def _closers(
 
 def _events(events: Iterable[Event]) -> list[Event]:
     log = list(iter_events(events))
+    if set(map(type, log)) <= {Event}:  # the common case, checked in C
+        return log
     for index, event in enumerate(log):
         if type(event) is not Event:
             raise InvalidEnvelope(
@@ -291,7 +293,7 @@ def _last_turn_boundary(log: list[Event]) -> int:
 
 
 def interrupted_turn_closers(events: Iterable[Event]) -> tuple[Event, ...]:
-    """The events that close the last turn if a crash left it open (folds.md §7).
+    """The events that close the last turn if a crash left it open (docs/format/folds.md §7).
 
     Empty when the log is empty or its last turn is closed. Otherwise: an error
     `tool/result` for each call of the open turn still waiting for its result
@@ -316,7 +318,7 @@ def interrupted_turn_closers(events: Iterable[Event]) -> tuple[Event, ...]:
 def wire_closers(records: Iterable[Mapping[str, Any]]) -> tuple[Event, ...]:
     """`interrupted_turn_closers` over plain wire event dicts not yet admitted (a load prefix).
 
-    The loader computes closers before restore admission (persistence.md §5), so
+    The loader computes closers before restore admission (docs/format/persistence.md §5), so
     the records may still break envelope or payload rules; anything the scan
     cannot read raises a `KernelError`, never a `KeyError` or `TypeError`.
     """

@@ -1,4 +1,4 @@
-"""Admission rules R1-R13 on the append, seed and restore paths (admission.md)."""
+"""Admission rules R1-R13 on the append, seed and restore paths (docs/format/admission.md)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def seed_error(*events: dict[str, Any]) -> KernelError:
     return info.value
 
 
-# -- admission.md §9: the rejection table, one row each ----------------------------------------
+# -- docs/format/admission.md §9: the rejection table, one row each --------------------------------
 
 REJECTIONS: list[tuple[str, dict[str, Any], type[KernelError] | None]] = [
     (
@@ -384,7 +384,7 @@ def test_r9_rewrite_may_not_change_call_identity() -> None:
     assert type(error) is ToolResultRewriteError
 
 
-# -- folds.md §1.9 H: the content rewrite rule in detail -----------------------------------------
+# -- docs/format/folds.md §1.9 H: the content rewrite rule in detail -------------------------------
 
 
 def test_r9_content_only_rewrite_is_accepted() -> None:
@@ -996,3 +996,26 @@ def test_regression_unhashable_type_is_an_invalid_envelope() -> None:
     for build in (SessionLog.restore, lambda e: SessionLog.seed(e, now=0)):
         with pytest.raises(InvalidEnvelope):
             build([{"type": [], "seq": 0, "time": 0, "data": None}])
+
+
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        ({"surfaceOp": "invalid"}, SurfaceMarkerError),  # R6
+        ({"surfaceOp": {"op": "replace", "start": -1, "end": 0}}, SurfaceMarkerError),  # R6
+        ({"surfaceOp": "append", "sourceEventSeqs": "0"}, ProvenanceError),  # R7a
+        ({"surfaceOp": "append", "sourceEventSeqs": [-1]}, ProvenanceError),  # R7c
+        ({}, SurfaceMarkerError),  # R5: a surface type without an op
+    ],
+)
+@pytest.mark.parametrize("path", ["seed", "restore"])
+def test_surface_rule_errors_carry_the_seq_on_seed_and_restore(
+    extra: dict[str, Any], error: type[KernelError], path: str
+) -> None:
+    # docs/format/admission.md §2: errors from the surface rules carry the event's seq,
+    # on every path, beside the input index.
+    events = [user(0, surfaceOp="append"), user(1, **extra)]
+    build = SessionLog.seed if path == "seed" else SessionLog.restore
+    with pytest.raises(error) as info:
+        build(events, now=5) if path == "seed" else build(events)
+    assert (info.value.index, info.value.seq) == (1, 1)

@@ -25,7 +25,7 @@ from kernel.events import DEFAULT_KNOWN_TYPES, wire_order_of
 from kernel.fastload import plan_events, scan_events
 from kernel.frames import encode_zstd_frame, load_jsonl_zstd, scan_frames, write_jsonl_zstd
 from kernel.json import thaw
-from kernel.jsontext import encode_json_bytes
+from kernel.jsontext import encode_json_bytes, parse_json
 from properties import strategies as gen
 from properties.laws._common import as_events
 
@@ -230,3 +230,134 @@ def test_a_line_called_lossless_holds_only_lossless_numbers(numbers: list[str], 
             admit_json(parse_json(line))
         except NotLosslessJson as exc:
             raise AssertionError(f"{line!r} was called lossless: {exc}") from None
+
+
+_PEEK_VALUES = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([1.0, -0.5, 1e300, None, True, "", "call-1", [1], {"a": 1}]),
+    gen.json_strings(max_size=6),
+)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["turn", "step", "callId", "chunk"]), _PEEK_VALUES),
+        max_size=6,
+    ),
+    st.sets(st.sampled_from(["turn", "step", "callId", "text"]), min_size=1),
+)
+def test_peeked_members_agree_with_the_built_payload(
+    pairs: list[tuple[str, Any]], keys: set[str]
+) -> None:
+    # The invariant tracker reads turn, step and callId of a loaded payload without
+    # building it (kernel.json.members); whatever a stored line answers must be what
+    # the full reader finds, duplicate members (the last one counts) and big integers
+    # included; a line it cannot answer for is built instead.
+    from kernel.fastload import _peek_line
+
+    members = b",".join(encode_json_bytes(k) + b":" + encode_json_bytes(v) for k, v in pairs)
+    line = b'{"type":"x","seq":0,"time":0,"data":{' + members + b"}}"
+    built = parse_json(line)["data"]
+    peeked = _peek_line(line, frozenset(keys))
+    if peeked is not None:
+        assert {k: peeked.get(k, "absent") for k in keys} == {
+            k: built.get(k, "absent") for k in keys
+        }
+        for key in keys:
+            assert type(peeked.get(key)) is type(built.get(key))
+
+
+def test_invariants_of_a_loaded_log_read_row_members_without_building_them() -> None:
+    from kernel.invariants import check_invariants
+    from kernel.log import SessionLog
+
+    events = [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"type": "step/start", "seq": 1, "time": 1, "data": {"turn": 1, "step": 1}},
+    ]
+    events += [
+        {
+            "type": "assistant/chunk",
+            "seq": 2 + "abc".index(k),
+            "time": 2,
+            "data": {
+                "turn": 1,
+                "step": 1,
+                "chunk": {"type": "text-delta", "index": 0, "text": "a"},
+            },
+        }
+        for k in "abc"
+    ]
+    events += [
+        {"type": "step/end", "seq": 5, "time": 3, "data": {"turn": 1, "step": 2}},
+        {
+            "type": "turn/end",
+            "seq": 6,
+            "time": 3,
+            "data": {"turn": 1, "reason": {"kind": "completed"}},
+        },
+    ]
+    log = SessionLog.seed(events, now=4)
+    loaded = load_jsonl(write_jsonl(HEADER, log.events, pack_chunks=True), now=0)
+    lazy = [type(e.data._value) is not dict for e in loaded.events]
+    assert sum(lazy) >= 6  # the chunks, the step boundaries, turn/start, the marker
+    found = check_invariants(loaded.events)
+    assert [(v.seq, v.rule) for v in found] == [(5, "step-end-mismatch")]
+    # The tracker built nothing: what was lazy is lazy still.
+    assert [type(e.data._value) is not dict for e in loaded.events] == lazy
+
+
+def test_a_loaded_tool_result_projects_its_message_unread_and_the_same_view_after() -> None:
+    import pickle
+
+    from kernel.json import FrozenObject
+    from kernel.log import SessionLog
+    from kernel.messages import derive_messages, project_message
+
+    events = [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"type": "step/start", "seq": 1, "time": 1, "data": {"turn": 1, "step": 1}},
+        {
+            "type": "tool/result",
+            "seq": 2,
+            "time": 2,
+            "surfaceOp": "append",
+            "data": {
+                "turn": 1,
+                "step": 1,
+                "message": {
+                    "id": "r1",
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool-result",
+                            "toolCallId": "c1",
+                            "content": [{"type": "text", "text": "out"}],
+                        }
+                    ],
+                    "source": {"kind": "tool", "callId": "c1"},
+                },
+            },
+        },
+        {"type": "step/end", "seq": 3, "time": 3, "data": {"turn": 1, "step": 1}},
+        {
+            "type": "turn/end",
+            "seq": 4,
+            "time": 3,
+            "data": {"turn": 1, "reason": {"kind": "completed"}},
+        },
+    ]
+    log = SessionLog.seed(events, now=3)
+    loaded = load_jsonl(write_jsonl(HEADER, log.events), now=0)
+    result = loaded.events[2]
+    assert type(result.data._value) is not dict
+    message = project_message(result)
+    assert type(message) is FrozenObject and type(result.data._value) is not dict
+    assert message is project_message(result) is result.data["message"]
+    assert thaw(message) == events[2]["data"]["message"]  # type: ignore[index]
+    assert pickle.loads(pickle.dumps(message)) == message and hash(message) == hash(
+        FrozenObject(thaw(message))
+    )
+    assert [thaw(m) for m in derive_messages(loaded.events)] == [
+        thaw(m) for m in derive_messages(log.events)
+    ]

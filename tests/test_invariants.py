@@ -1,4 +1,5 @@
-"""Relational invariants: turn/step enclosure, numbering and call pairing (folds.md §6)."""
+"""Relational invariants: turn/step enclosure, numbering and call pairing
+(docs/format/folds.md §6)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from kernel.errors import EventShapeError, InvariantViolation, MessageShapeError, SurfaceMarkerError
+from kernel.errors import (
+    EventShapeError,
+    InvariantViolation,
+    KernelError,
+    MessageShapeError,
+    SurfaceMarkerError,
+)
 from kernel.events import APPEND, Event, Replace
 from kernel.invariants import (
     RULES,
@@ -19,6 +26,9 @@ from kernel.invariants import (
     check_invariants,
     check_invariants_strict,
 )
+from kernel.json import thaw, view
+from properties import strategies as gen
+from properties.laws._common import as_events
 
 
 class Log:
@@ -606,7 +616,8 @@ def test_p29_perturbations_are_caught(events: list[Event], data: Any) -> None:
 
 
 def reference_violations(events: list[Event]) -> Iterator[tuple[int, str]]:
-    """An independent, literal reading of the folds.md §6.2 table, lazily: `(seq, rule)` pairs.
+    """An independent, literal reading of the docs/format/folds.md §6.2 table, lazily: `(seq, rule)`
+    pairs.
 
     Each failed condition is yielded and the transition applied regardless, as §6.2
     "Reporting" says; taking only the first pair makes it a fail-fast checker.
@@ -778,3 +789,81 @@ def agrees_with_fail_fast(events: list[Event]) -> None:
     for k in range(len(events) + 1):
         prefix = check_invariants(events[:k])
         assert found[: len(prefix)] == prefix, f"violations of the first {k} events are no prefix"
+
+
+def _stepwise(events: list[Event]) -> tuple[Violation, ...]:
+    state, found = InvariantState(), []
+    for event in events:
+        state, violations = state.step(event)
+        found.extend(violations)
+    return tuple(found)
+
+
+_CHANGES = {
+    "next": lambda n: n + 1,
+    "previous": lambda n: n - 1,
+    "float": float,
+    "bool": lambda n: True,
+    "null": lambda n: None,
+    "text": str,
+    "huge": lambda n: 2**60,
+}
+
+
+@given(
+    gen.loop_logs(rich=True, max_actions=4, min_actions=1, min_steps=1),
+    st.lists(
+        st.tuples(
+            st.integers(0, 10**6),
+            st.sampled_from(["turn", "step"]),
+            st.sampled_from(list(_CHANGES)),
+        ),
+        max_size=3,
+    ),
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(-2, 2)), max_size=2),
+)
+def test_check_invariants_is_the_tracker_folded_step_by_step(
+    log: Any, changes: list[tuple[int, str, str]], seq_shifts: list[tuple[int, int]]
+) -> None:
+    # check_invariants passes over quiet chunks without a step; whatever the chunks
+    # name (the open step or another, well typed or not) and however seqs run, it
+    # must report what stepping the tracker through every event reports.
+    events = list(as_events(log))
+    chunks = [i for i, e in enumerate(events) if e.type == "assistant/chunk"]
+    for pick, key, change in changes:
+        if chunks:
+            i = chunks[pick % len(chunks)]
+            data = thaw(events[i].data)
+            data[key] = _CHANGES[change](data[key])
+            events[i] = msgspec.structs.replace(events[i], data=view(data))
+    for pick, shift in seq_shifts:
+        if events:
+            i = pick % len(events)
+            events[i] = msgspec.structs.replace(events[i], seq=events[i].seq + shift)
+    try:
+        expected: Any = _stepwise(events)
+    except KernelError as exc:
+        expected = (type(exc), str(exc))
+    try:
+        got: Any = check_invariants(events)
+    except KernelError as exc:
+        got = (type(exc), str(exc))
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("turn", "step", "rule"),
+    [(2, 1, None), (3, 1, "outside-step"), (2, 2, "outside-step"), (1, 1, "outside-step")],
+)
+def test_a_chunk_must_name_the_open_step_even_between_quiet_chunks(
+    turn: int, step: int, rule: str | None
+) -> None:
+    log = Log()
+    log.turn_start(1)
+    log.turn_end(1)
+    log.turn_start(2)
+    log.step_start(2, 1)
+    log.chunk(2, 1)
+    odd = log.chunk(turn, step)
+    log.chunk(2, 1)
+    assert violations(log) == ([] if rule is None else [(odd, rule)])
