@@ -65,6 +65,7 @@ from kernel import (
     load_jsonl_zstd,
     tool_pairing_cuts,
 )
+from kernel.projections import acp_updates, anthropic_request, openai_request
 
 __all__ = ("MEASURES", "Measure", "main")
 
@@ -117,6 +118,33 @@ def _on_fresh_load(
     def run(data: bytes) -> Sample:
         events = load_jsonl(data, now=0).events
         return _timed(lambda: work(events), describe)
+
+    return run
+
+
+_BENCH_HEADER: Final = {
+    "header": {"config": {"provider": "deepseek", "model": "deepseek-chat"}},
+    "reason": "initial",
+}
+
+
+def _with_header(events: tuple[Event, ...]) -> tuple[Event, ...]:
+    """The events, plus a `request/header` at the end when none is in force (the
+    adversarial logs have none, and a request body needs a model)."""
+    log = SessionLog.restore(events)
+    if log.request_header is not None:
+        return events
+    return tuple(log.append("request/header", _BENCH_HEADER, time=0).events)
+
+
+def _request_body(
+    project: Callable[[tuple[Event, ...]], dict[str, Any]],
+) -> Callable[[bytes], Sample]:
+    """A provider-body measure: the loaded events (a header added if needed) untimed."""
+
+    def run(data: bytes) -> Sample:
+        events = _with_header(load_jsonl(data, now=0).events)
+        return _timed(lambda: project(events), lambda r: {"messages": len(r["messages"])})
 
     return run
 
@@ -208,6 +236,8 @@ class Measure:
     zstd: bool = False
     needs_load: bool = False
     repeats: bool = True
+    versus: str | None = None
+    """Another measure this one is also shown as a ratio to (run before it)."""
 
 
 MEASURES: Final = (
@@ -263,6 +293,27 @@ MEASURES: Final = (
         "interrupted_turn_closers",
         _on_fresh_load(interrupted_turn_closers, _sized("closers")),
         needs_load=True,
+    ),
+    Measure(
+        "acp_updates",
+        "acp_updates (transcript)",
+        _on_fresh_load(lambda e: acp_updates(e, session_id="bench"), _sized("notifications")),
+        needs_load=True,
+        versus="derive_messages",
+    ),
+    Measure(
+        "openai_request",
+        "openai_request",
+        _request_body(openai_request),
+        needs_load=True,
+        versus="derive_messages",
+    ),
+    Measure(
+        "anthropic_request",
+        "anthropic_request",
+        _request_body(anthropic_request),
+        needs_load=True,
+        versus="derive_messages",
     ),
     Measure("append", "append (one event, at the end)", _append, needs_load=True),
     Measure("memory", "memory of one load_jsonl", _memory, repeats=False),
@@ -504,6 +555,10 @@ def measure_log(
         decode = outcomes["decode"].best if "decode" in outcomes else None
         for line in _format(measure, outcome, log, decode):
             print(line, flush=True)
+        versus = outcomes.get(measure.versus) if measure.versus else None
+        if versus is not None and versus.best and outcome.best is not None:
+            ratio = f"{outcome.best / versus.best:.2f}x"
+            print(_row(f"  as a ratio to {measure.versus}", ratio, "", "", ""), flush=True)
     return outcomes
 
 
@@ -525,6 +580,10 @@ def _report(log: Prepared, outcomes: dict[str, Outcome]) -> dict[str, Any]:
         }
         if name == "append" and best is not None:
             figures[name].update(x_decode=None, us_per_event=best * 1e6)
+        versus = _BY_NAME[name].versus if name in _BY_NAME else None
+        base = outcomes[versus].best if versus in outcomes else None
+        if versus is not None and best is not None and base:
+            figures[name][f"x_{versus}"] = best / base
     return {
         **attrs.asdict(
             log, value_serializer=lambda _i, _a, v: str(v) if isinstance(v, Path) else v

@@ -1,7 +1,7 @@
 """Seeded benchmark logs that stress surface replacements: compaction-heavy and adversarial.
 
 Both are wire dicts, deterministic for a seed, and valid by construction: every
-replace names two current surface nodes on balanced cuts (folds.md §5), on a
+replace names two current surface nodes on balanced cuts (docs/format/folds.md §5), on a
 `user/message` or `assistant/message`, and cites every node it shadows (R7f,
 R8). Keep that when changing them: `SessionLog.restore` must admit the result
 and `check_invariants` must return `()` (tests/test_benchmarks_smoke.py checks).
@@ -32,7 +32,7 @@ def count_replacements(wire: list[dict[str, Any]]) -> int:
 
 
 def _call_balance(event: dict[str, Any]) -> int:
-    """The node's change to the count of outstanding tool calls (folds.md §5.1)."""
+    """The node's change to the count of outstanding tool calls (docs/format/folds.md §5.1)."""
     if event["type"] == "assistant/message":
         return sum(
             1 for block in event["data"]["message"]["content"] if block["type"] == "tool-call"

@@ -1,4 +1,4 @@
-"""Admission rules R1-R12 (admission.md §4) and the order each path runs them in (§3).
+"""Admission rules R1-R12 (docs/format/admission.md §4) and the order each path runs them in (§3).
 
 Checks read the plain containers behind frozen values (`kernel.json.raw`) so
 admitting a restored event costs a few dict look-ups, never a walk of its data.
@@ -405,7 +405,7 @@ _PARSED_SCALARS = frozenset({str, bool, type(None), int, float})
 def admit_parsed(value: Any, where: str) -> Any:
     """What restore admits in place of R1: a value a JSON parser can give, copied.
 
-    Restore takes numbers as parsed (admission.md §3.2: `-0.0`, infinities and
+    Restore takes numbers as parsed (docs/format/admission.md §3.2: `-0.0`, infinities and
     integers of any size stay), but a value no parser gives (a key that is not a
     string, a tuple, a cycle, NaN, any other object) is `NotLosslessJson`: the
     writer could not spell it. Returns a private copy of plain containers (the

@@ -1,4 +1,4 @@
-"""Packed chunk rows (events.md §7): a run of delta chunks stored as one record, and back.
+"""Packed chunk rows (docs/format/events.md §7): a run of delta chunks as one record, and back.
 
 A row is storage only: expanding a packed row yields exactly the events that
 were packed. Rows are handed out as read-only `FrozenObject`s whose member
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, overload
 
-from kernel.codec import check_event, event_from_wire, iter_events
-from kernel.errors import InvalidEnvelope, KernelError, MalformedChunkRow
+from kernel.codec import check_event, iter_events
+from kernel.errors import KernelError, MalformedChunkRow
 from kernel.events import ASSISTANT_CHUNK, Event
-from kernel.json import MAX_SAFE_INTEGER, FrozenObject, admit_json, raw, safe_int, summary, view
+from kernel.json import MAX_SAFE_INTEGER, FrozenObject, raw, safe_int, summary, view
 from kernel.jsontext import encode_json_bytes
 
 __all__ = (
@@ -73,7 +73,7 @@ def _lossless_number(value: Any) -> bool:
 
 
 def is_chunk_row(value: Any) -> bool:
-    """True for an object whose `type` is one of the three row tags (events.md §7.5)."""
+    """True for an object whose `type` is one of the three row tags (docs/format/events.md §7.5)."""
     if not isinstance(value, Mapping):
         return False
     tag = value.get("type")
@@ -87,22 +87,39 @@ def is_chunk_row(value: Any) -> bool:
 _Member = tuple[int, int, tuple[Any, ...], str]
 
 
-def _member(event: Event) -> _Member | None:
-    """The packing facts of an eligible event (§7.2), or None when it must stay scalar."""
-    if (
-        event.type != ASSISTANT_CHUNK
-        or event.surface_op is not None
-        or event.source_event_seqs is not None
-        or event.ignorable
-    ):
+_WIRE_KEYS: Final = frozenset({"type", "seq", "time", "data"})
+
+
+def _event_member(event: Event) -> _Member | None:
+    """The packing facts of an eligible `Event` (§7.2), or None when it must stay scalar."""
+    if event.surface_op is not None or event.source_event_seqs is not None or event.ignorable:
         return None
-    seq, time = safe_int(event.seq), safe_int(event.time)
+    return _member(event.type, event.seq, event.time, event.data)
+
+
+def _wire_member(record: Mapping[str, Any]) -> _Member | None:
+    """The packing facts of an eligible wire object (§7.2): exactly `{type, seq, time, data}`.
+
+    Nothing is validated: a wire object of any other shape, or holding values
+    that are not plain JSON, is simply not eligible and is stored verbatim.
+    """
+    obj = raw(record)
+    if type(obj) is not dict or len(obj) != 4 or obj.keys() != _WIRE_KEYS:
+        return None
+    return _member(obj["type"], obj["seq"], obj["time"], obj["data"])
+
+
+def _member(event_type: Any, seq: Any, time: Any, data: Any) -> _Member | None:
+    """The facts of an eligible envelope's fields (§7.2, rules 1 and 3-5), or None."""
+    if type(event_type) is not str or event_type != ASSISTANT_CHUNK:
+        return None
+    seq, time = safe_int(seq), safe_int(time)
     if seq is None or seq < 0 or time is None:
         return None
-    data = raw(event.data)
+    data = raw(data)
     if type(data) is not dict or len(data) != 3:
         return None
-    chunk = data.get("chunk")
+    chunk = raw(data.get("chunk"))
     turn, step = data.get("turn"), data.get("step")
     if type(chunk) is not dict or not _number(turn) or not _number(step):
         return None
@@ -151,8 +168,8 @@ def _data_size(members: list[_Member]) -> int:
 
 
 def _emit_bounded(
-    run: list[tuple[Event, _Member]],
-    out: list[StorageRecord],
+    run: list[tuple[Event | Mapping[str, Any], _Member]],
+    out: list[StorageRecord | Mapping[str, Any]],
     max_members: int | None,
     max_data_bytes: int | None,
 ) -> None:
@@ -182,20 +199,44 @@ def _emit_bounded(
     out.extend(event for event, _ in run[offset:])
 
 
+@overload
 def pack_chunk_rows(
     events: Iterable[Event],
     *,
     max_members: int | None = None,
     max_data_bytes: int | None = None,
-) -> tuple[StorageRecord, ...]:
-    """The storage records of a batch: runs of 3+ delta chunks become rows (events.md §7).
+) -> tuple[StorageRecord, ...]: ...
 
-    Events that do not pack are returned as they are; a row is a `FrozenObject`
-    `{type, seq0, time0, data}`. Without bounds this is the JSONL writer's
-    packing; the SQLite layout passes `max_members=1024` and
-    `max_data_bytes=1 << 20` (persistence.md §7.4). Packing is stateless per
-    call: a run split across two batches packs independently in each. Each item
-    must be an `Event` whose fields have their types (`check_event` says which not).
+
+@overload
+def pack_chunk_rows(
+    events: Iterable[Event | Mapping[str, Any]],
+    *,
+    max_members: int | None = None,
+    max_data_bytes: int | None = None,
+) -> tuple[StorageRecord | Mapping[str, Any], ...]: ...
+
+
+def pack_chunk_rows(
+    events: Iterable[Event | Mapping[str, Any]],
+    *,
+    max_members: int | None = None,
+    max_data_bytes: int | None = None,
+) -> tuple[StorageRecord | Mapping[str, Any], ...]:
+    """The storage records of a batch: runs of 3+ delta chunks become rows
+    (docs/format/events.md §7).
+
+    Each item is an `Event` or a wire object (a mapping spelled as on disk).
+    Every event that does not pack (§7.2: any other type or shape, surface
+    metadata, a fractional `time`, ...) is returned verbatim, the very object
+    given; a row is a `FrozenObject` `{type, seq0, time0, data}`. Wire objects
+    are not validated: one that is not exactly eligible is simply stored as it
+    is. Without bounds this is the JSONL writer's packing; the SQLite layout
+    passes `max_members=1024` and `max_data_bytes=1 << 20`
+    (docs/format/persistence.md §7.4). Packing is stateless per call: a run
+    split across two batches packs independently in each. An `Event` item must
+    have fields of their types (`check_event` says which not); an item that is
+    neither an `Event` nor a mapping is `InvalidEnvelope`.
 
     >>> e = [Event("assistant/chunk", s, 10 * s, {"turn": 1, "step": 1,
     ...       "chunk": {"type": "text-delta", "index": 0, "text": t}}) for s, t in enumerate("abc")]
@@ -211,8 +252,8 @@ def pack_chunk_rows(
             f"max_data_bytes must be a non-negative int, got {summary(max_data_bytes)}"
         )
     bounded = max_members is not None or max_data_bytes is not None
-    out: list[StorageRecord] = []
-    run: list[tuple[Event, _Member]] = []
+    out: list[StorageRecord | Mapping[str, Any]] = []
+    run: list[tuple[Event | Mapping[str, Any], _Member]] = []
 
     def close_run() -> None:
         if len(run) < MIN_RUN:
@@ -224,8 +265,12 @@ def pack_chunk_rows(
         run.clear()
 
     for index, item in enumerate(iter_events(events)):
-        event = check_event(item, f"pack_chunk_rows: item {index}", index)
-        member = _member(event)
+        event: Event | Mapping[str, Any]
+        if isinstance(item, Mapping):
+            event, member = item, _wire_member(item)
+        else:
+            event = check_event(item, f"pack_chunk_rows: item {index}", index)
+            member = _event_member(event)
         if member is None:
             close_run()
             out.append(event)
@@ -248,7 +293,7 @@ def pack_chunk_rows(
 
 
 def _malformed(where: str, detail: str) -> MalformedChunkRow:
-    return MalformedChunkRow(f"{where}: malformed chunk row: {detail} (events.md §7.6)")
+    return MalformedChunkRow(f"{where}: malformed chunk row: {detail} (docs/format/events.md §7.6)")
 
 
 def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str, Any]], bool]:
@@ -368,7 +413,7 @@ def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str
 
 
 def expand_chunk_row(value: Any, where: str = "chunk row") -> tuple[Event, ...]:
-    """The events a chunk row packs (events.md §7.4); `MalformedChunkRow` when invalid (§7.6).
+    """The events a chunk row packs (docs/format/events.md §7.4); `MalformedChunkRow` if invalid.
 
     >>> data = {"turn": 2, "step": 1, "index": 0, "dt": [4, -1], "texts": ["He", "llo", "!"]}
     >>> row = {"type": "text-chunks", "seq0": 12, "time0": 5000, "data": data}
@@ -387,16 +432,25 @@ def expand_chunk_row(value: Any, where: str = "chunk row") -> tuple[Event, ...]:
     )
 
 
-def expand_storage_records(records: Iterable[Any]) -> tuple[Event, ...]:
-    """Decode stored records into events (events.md §7.5).
+def expand_storage_records(records: Iterable[Any]) -> tuple[Any, ...]:
+    """Decode stored records (docs/format/events.md §7.5): expand chunk rows, pass the rest.
 
-    A row-tagged object is validated and expanded (`MalformedChunkRow` when it
-    is not valid, never reinterpreted as an event); an `Event` passes through
-    once `check_event` accepts its field types; any other object is decoded as
-    one event (R1 and the envelope rules, so a caller's dict is copied). Seq
-    contiguity is not checked here: that is the storage scan's business.
+    A row-tagged object (`type` one of `ROW_TAGS`) is validated and expanded
+    into its member `Event`s, `MalformedChunkRow` when it is not valid (§7.6:
+    never reinterpreted as an event). Every other stored value (an object
+    without a row tag or with an unknown tag, a string, a number, null, an
+    array) is passed through unchanged, the very object given, as one event
+    that is not yet validated: R1, the envelope rules and seq contiguity are
+    the loader's later checks (`event_from_json`, `SessionLog.restore`), not
+    the decoder's. An `Event` passes through once `check_event` accepts its
+    field types.
+
+    >>> row = {"type": "text-chunks", "seq0": 1, "time0": 5,
+    ...        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]}}
+    >>> [getattr(r, "seq", r) for r in expand_storage_records(["x", row, None])]
+    ['x', 1, 2, None]
     """
-    out: list[Event] = []
+    out: list[Any] = []
     for index, record in enumerate(iter_events(records)):
         where = f"storage record {index}"
         try:
@@ -404,13 +458,8 @@ def expand_storage_records(records: Iterable[Any]) -> tuple[Event, ...]:
                 out.append(check_event(record, where))
             elif is_chunk_row(record):
                 out.extend(expand_chunk_row(record, where))
-            elif isinstance(record, Mapping):
-                admitted = admit_json(
-                    dict(record) if type(record) not in (dict, FrozenObject) else record
-                )
-                out.append(event_from_wire(admitted, where, lossless=True))
             else:
-                raise InvalidEnvelope(f"{where}: a stored record must be a JSON object (R2)")
+                out.append(record)
         except KernelError as exc:
             if exc.index is None:
                 exc.index = index

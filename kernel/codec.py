@@ -2,7 +2,7 @@
 
 The envelope checks here (R2, the surfaceOp shape of R5/R6, the element
 checks of R7) are shared with admission, which calls them in the order
-admission.md §3 fixes. `event_from_json` runs them standalone. `check_event`
+docs/format/admission.md §3 fixes. `event_from_json` runs them standalone. `check_event`
 is the same rules for an `Event` a caller hands in: msgspec does not check
 field types, so an `Event` may hold anything until it is checked.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -43,6 +42,7 @@ from kernel.json import (
     thaw,
     view,
 )
+from kernel.pathtext import is_absolute_path
 
 __all__ = (
     "event_from_json",
@@ -232,7 +232,7 @@ def check_event(item: Any, where: str = "event", index: int | None = None) -> Ev
     non-negative safe integers: R7a, R7c). `index` is set on the error.
 
     This is what every function that takes events relies on, not admission: an
-    event with a fractional `time` is one a writer stores verbatim (events.md
+    event with a fractional `time` is one a writer stores verbatim (docs/format/events.md
     §7.2), and whether an event fits its log (R2's safe-integer time, R4-R12) is
     for `SessionLog` to decide.
 
@@ -384,7 +384,7 @@ def _non_negative(value: Any) -> int | None:
 
 
 def header_from_json(obj: Any, *, session_id: str | None = None) -> SessionHeader:
-    """Admit an in-memory header record (admission.md §6, H1-H12); unknown keys are dropped.
+    """Admit an in-memory header record (docs/format/admission.md §6, H1-H12), minus unknown keys.
 
     `session_id`, when given, must equal the header's `id` (H4).
     """
@@ -415,7 +415,7 @@ def header_from_json(obj: Any, *, session_id: str | None = None) -> SessionHeade
     if "cwd" in obj:
         if type(cwd) is not str:
             raise SessionHeaderError("cwd must be a string (H6)")
-        if not os.path.isabs(cwd):
+        if not is_absolute_path(cwd):
             raise SessionHeaderError(f"cwd {summary(cwd)} is not an absolute path (H7)")
     parent = obj.get("parentSession")
     if "parentSession" in obj and type(parent) is not str:
@@ -449,7 +449,7 @@ def header_to_json(header: SessionHeader) -> dict[str, Any]:
     """The in-memory header record as a plain object (absent fields omitted).
 
     `SessionHeader` does not check its fields, so the record is admitted before it
-    is returned: `SessionHeaderError` when it breaks a rule of admission.md §6.
+    is returned: `SessionHeaderError` when it breaks a rule of docs/format/admission.md §6.
     """
     if type(header) is not SessionHeader:
         raise SessionHeaderError(

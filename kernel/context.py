@@ -1,4 +1,4 @@
-"""Latest-wins folds other than the header (folds.md §3.5, §4): request context and todos.
+"""Latest-wins folds besides the header (docs/format/folds.md §3.5, §4): request context, todos.
 
 Each fold is a state, a step and a reduce; only its own event type changes the state.
 `context_event` is the writer rule that decides whether a route change is worth a
@@ -61,7 +61,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def context_event(previous: Any, ctx: Any) -> FrozenObject | None:
-    """The `request/context` data to append before a request, or None (folds.md §3.5).
+    """The `request/context` data to append before a request, or None (docs/format/folds.md §3.5).
 
     `previous` is `fold_request_context(log)`; `ctx` the resolved route
     `{provider, model, contextWindow?}`. Appends iff there is no previous record or
@@ -103,7 +103,8 @@ class TodosState:
 
 
 def fold_todos(events: Iterable[Event]) -> Any:
-    """`data.todos` of the last `todo/write` event, or None when there is none (folds.md §4).
+    """`data.todos` of the last `todo/write` event, or None when there is none
+    (docs/format/folds.md §4).
 
     Events are checked as `fold_surface` checks them (only when one cannot be read).
     """

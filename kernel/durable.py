@@ -1,9 +1,10 @@
-"""JSONL bytes to a durable prefix and back (persistence.md §2-§5): header line, records, torn tail.
+"""JSONL bytes to a durable prefix and back: header line, records, torn tail.
 
-The rule to keep in mind: damage is tolerated only after the last real
-`turn/end` (a torn tail, removed by repair); the same damage before it is
-corruption. Everything here takes and returns bytes: no file I/O, no clock.
-Zstandard framing lives in `kernel.frames` and reuses the scanner below.
+The layout is docs/format/persistence.md §2-§5. The rule to keep in mind:
+damage is tolerated only after the last real `turn/end` (a torn tail,
+removed by repair); the same damage before it is corruption. Everything here
+takes and returns bytes: no file I/O, no clock. Zstandard framing lives in
+`kernel.frames` and reuses the scanner below.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ _OPTIONAL_HEADER_KEYS: Final = ("cwd", "parentSession", "seedLength", "origin")
 
 @attrs.frozen
 class TornFrame:
-    """A Zstandard frame the data ends inside (persistence.md §8 step 6).
+    """A Zstandard frame the data ends inside (docs/format/persistence.md §8 step 6).
 
     `truncate_to` is the frame's start offset (repair truncates there);
     `recovered` are the complete, contiguous events decoded from its readable
@@ -146,7 +147,7 @@ class RawScan:
     recovered_from: int = 0
 
 
-# -- the header line (events.md §2.2, persistence.md §3.1) --------------------------------------
+# -- the header line (docs/format/events.md §2.2, docs/format/persistence.md §3.1) -----------------
 
 
 def _negative_zero(value: Any) -> bool:
@@ -179,7 +180,7 @@ def _spell_id(value: Any) -> str:
 
 
 def refuse_version(session_id: Any, version: Any) -> UnsupportedFormat:
-    """The direction-aware refusal of a non-zero format version (persistence.md §4)."""
+    """The direction-aware refusal of a non-zero format version (docs/format/persistence.md §4)."""
     session = _spell_id(session_id)
     spelled = _spell_version(version)
     if version > 0:
@@ -217,7 +218,7 @@ def parse_header_line(line: bytes) -> dict[str, Any]:
     """The in-memory header record of a header line (without its newline), per §3.1 steps 2-6.
 
     Version first: a numeric `version` other than 0 is `UnsupportedFormat`;
-    anything else wrong is `CorruptLog`. Only the shape checks of events.md
+    anything else wrong is `CorruptLog`. Only the shape checks of docs/format/events.md
     §2.2 run here; `cwd` and the other fields are admitted at load.
     """
     try:
@@ -249,13 +250,14 @@ def parse_header_line(line: bytes) -> dict[str, Any]:
 
 
 def header_line(header: SessionHeader | Mapping[str, Any]) -> bytes:
-    """The JSONL header line, without its newline, in the key order of events.md §2.2.
+    """The JSONL header line, without its newline, in the key order of docs/format/events.md §2.2.
 
-    A mapping is admitted first (admission.md §6). `delegationDepth` is always
+    A mapping is admitted first (docs/format/admission.md §6). `delegationDepth` is always
     written (absent means 0).
     """
     if type(header) is SessionHeader:
-        header_to_json(header)  # admission.md §6: SessionHeader does not check its fields
+        # docs/format/admission.md §6: SessionHeader does not check its fields
+        header_to_json(header)
     else:
         header = header_from_json(header)
     line: dict[str, Any] = {
@@ -341,7 +343,7 @@ def scan_result(raw_scan: RawScan) -> Scan:
 
 
 def scan_jsonl(data: bytes) -> Scan:
-    """Scan a plain JSONL log (persistence.md §3): header line, durable prefix, torn tail.
+    """Scan a plain JSONL log (docs/format/persistence.md §3): header, durable prefix, torn tail.
 
     Raises `UnsupportedFormat` for a foreign version and `CorruptLog` for
     damage inside committed history (or a stored event whose envelope is
@@ -352,7 +354,7 @@ def scan_jsonl(data: bytes) -> Scan:
     return scan_result(raw_scan)
 
 
-# -- the load pipeline (persistence.md §5) ------------------------------------------------------
+# -- the load pipeline (docs/format/persistence.md §5) ---------------------------------------------
 
 
 def _corrupt(exc: KernelError, what: str) -> CorruptLog:
@@ -365,7 +367,8 @@ def plan_load(
     session_id: str | None,
     known_types: Collection[str],
 ) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]]:
-    """`plan_load` of persistence.md §5 over a raw scan: `(header, prefix + closers, closers)`.
+    """`plan_load` of docs/format/persistence.md §5 over a raw scan:
+    `(header, prefix + closers, closers)`.
 
     Order: identity, R3 over every event, R10 over every event, the
     unknown-type rule (`UnknownEventType`, passed through), closers, then
@@ -508,7 +511,7 @@ def load_jsonl(
     now: int,
     known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
 ) -> Loaded:
-    """Scan and plan a plain JSONL log (persistence.md §3, §5): the balanced in-memory view.
+    """Scan and plan a plain JSONL log (docs/format/persistence.md §3, §5): the balanced view.
 
     `session_id` defaults to the header's own id. `now` is accepted for
     symmetry with `SessionLog.seed`; the loader appends no end-seed marker, so
@@ -521,7 +524,7 @@ def load_jsonl(
     )
 
 
-# -- writing (persistence.md §2.1, §2.4) --------------------------------------------------------
+# -- writing (docs/format/persistence.md §2.1, §2.4) -----------------------------------------------
 
 
 def encode_records(events: Iterable[Event], *, pack_chunks: bool = True) -> bytes:
@@ -554,7 +557,8 @@ def write_jsonl(
     *,
     pack_chunks: bool = True,
 ) -> bytes:
-    """The exact bytes the compatible writer produces for a whole log (persistence.md §2.1).
+    """The exact bytes the compatible writer produces for a whole log
+    (docs/format/persistence.md §2.1).
 
     The header line and its newline, then (only when there are events) every
     storage record followed by a newline.

@@ -2,7 +2,7 @@
 
 One `msgspec` struct per event type (a tagged union on `type`) and per chunk-row
 tag. Decoding a line against the union checks R2, R5, R6, the element rules of R7,
-R10, R11 and R12 and the chunk-row shape of events.md §7.6 without building the
+R10, R11 and R12 and the chunk-row shape of docs/format/events.md §7.6 without building the
 payload. The schema is deliberately *at least as strict* as the exact rule
 functions in `kernel.admission`: whatever it refuses goes to those functions, which
 decide and name the error. Rules that relate two fields are in `cross_checks_pass`.
@@ -271,7 +271,7 @@ _ENVELOPES: Final = (
 assert {cls.__struct_config__.tag for cls in _ENVELOPES} >= CORE_TYPES
 
 
-# -- chunk rows (events.md §7.1, §7.6) --------------------------------------------------------
+# -- chunk rows (docs/format/events.md §7.1, §7.6) -------------------------------------------------
 
 
 class _TextRowData(_Exact):

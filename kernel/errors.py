@@ -53,7 +53,7 @@ SessionLogError = KernelError
 
 
 class NotLosslessJson(KernelError):
-    """R1: a value outside the lossless-JSON domain (events.md §1)."""
+    """R1: a value outside the lossless-JSON domain (docs/format/events.md §1)."""
 
 
 class InvalidEnvelope(KernelError):
@@ -105,15 +105,15 @@ class EventShapeError(ShapeError):
 
 
 class SessionHeaderError(KernelError):
-    """admission.md §6: the session header record is invalid."""
+    """docs/format/admission.md §6: the session header record is invalid."""
 
 
 class InvariantViolation(KernelError):
-    """folds.md §6: a relational invariant (turn/step enclosure, call pairing) fails."""
+    """docs/format/folds.md §6: a relational invariant (turn/step enclosure, call pairing) fails."""
 
 
 class MalformedChunkRow(KernelError):
-    """events.md §7.6: a packed chunk row that cannot be expanded."""
+    """docs/format/events.md §7.6: a packed chunk row that cannot be expanded."""
 
 
 class CorruptLog(KernelError):
@@ -147,11 +147,11 @@ class LimitExceeded(KernelError):
 
 
 class ToolPairingError(KernelError):
-    """folds.md §5: the surface has a result with no call, or a query names no node."""
+    """docs/format/folds.md §5: the surface has a result with no call, or a query names no node."""
 
 
 class ForkError(KernelError):
-    """folds.md §8: a fork boundary is invalid (`code` says why)."""
+    """docs/format/folds.md §8: a fork boundary is invalid (`code` says why)."""
 
     INVALID_BOUNDARY = "INVALID_BOUNDARY"
     OPEN_TURN = "OPEN_TURN"

@@ -2,7 +2,7 @@
 
 One `Event` class for every type; the payload is frozen JSON (`kernel.json`).
 An event remembers the member order of the envelope it was read from so the
-JSONL writer can reproduce it byte for byte (persistence.md §2.4).
+JSONL writer can reproduce it byte for byte (docs/format/persistence.md §2.4).
 """
 
 from __future__ import annotations
@@ -92,13 +92,14 @@ EXTENSION_TYPES: Final = frozenset(
     web/deepseek-search-llm-request
     """.split()
 )
-"""Extension types a DeepSeek Harness log may hold; their payloads are opaque (events.md §6.2)."""
+"""Extension types a DeepSeek Harness log may hold; their payloads are opaque
+(docs/format/events.md §6.2)."""
 
 DEFAULT_KNOWN_TYPES: Final = CORE_TYPES | EXTENSION_TYPES
 
 LEGACY_TYPES: Final = frozenset({"request/header-delta", "mode/set"})
 
-# Envelope member orders the kernel writes (events.md §3).
+# Envelope member orders the kernel writes (docs/format/events.md §3).
 LIVE_ORDER: Final = ("type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable")
 CLOSER_ORDER: Final = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable")
 
@@ -224,7 +225,7 @@ _set_sources = Event.__dict__["source_event_seqs"].__set__
 
 @attrs.frozen(slots=True)
 class SessionHeader:
-    """The session header record kept beside the log (events.md §2.1); never an event."""
+    """The session header record beside the log (docs/format/events.md §2.1); never an event."""
 
     id: str
     created_at: int

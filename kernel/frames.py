@@ -1,4 +1,4 @@
-"""Zstandard-framed JSONL (persistence.md §8): a structural frame scan, then the JSONL scanner.
+"""Zstandard-framed JSONL (docs/format/persistence.md §8): a frame scan, then the JSONL scanner.
 
 Frames are located by parsing their headers and block headers, never by
 decompressing. Complete frames are checksummed, so any damage inside them is
@@ -288,7 +288,7 @@ def _torn_plaintext(data: bytes, start: int, cuts: list[int], budget: _Budget) -
     anywhere after `start`, the frame was committed and a damaged header or
     block-size field only makes it look unfinished: `CorruptLog`, never a
     truncation. Otherwise as much plaintext as a streaming decoder yields
-    (nothing when it fails: persistence.md §8 step 6 tolerates a damaged last
+    (nothing when it fails: docs/format/persistence.md §8 step 6 tolerates a damaged last
     frame, since a crash can leave one and nothing committed follows it).
     """
     later = _complete_frame_after(data, start, budget)
@@ -308,7 +308,7 @@ def _torn_plaintext(data: bytes, start: int, cuts: list[int], budget: _Budget) -
 def scan_frames(
     data: bytes, scan: RecordScanner = scan_records, *, max_decoded_bytes: int | None = None
 ) -> RawScan | None:
-    """The raw scan of a `.jsonl.zstd` log (persistence.md §8 reading steps 1-6).
+    """The raw scan of a `.jsonl.zstd` log (docs/format/persistence.md §8 reading steps 1-6).
 
     `scan` reads the records of the frames' plaintext (see `RecordScanner`); None
     when it declines. `max_decoded_bytes` caps the plaintext this scan decodes

@@ -1,4 +1,4 @@
-"""Request headers (folds.md §3): canonical form, equality, the latest-wins fold, the writer rule.
+"""Request headers (docs/format/folds.md §3): canonical form, equality, fold, the writer rule.
 
 Compare headers only in canonical form. `headers_equal` is public, so its answer on
 non-canonical input is part of the contract and follows §3.2 literally (its tables are
@@ -96,7 +96,7 @@ def _canonical(header: Any, where: str, seq: int | None = None) -> FrozenObject:
 
 
 def canonical_header(header: Any) -> FrozenObject:
-    """The canonical form of a request header (folds.md §3.1): reshapes, never validates.
+    """The canonical form of a request header (docs/format/folds.md §3.1); never validates.
 
     Keeps `config` as given, `adapterDefaults` whole iff it holds a literal `true`
     marker, and non-empty `system` / `tools`; drops every other key. Raises
@@ -139,7 +139,7 @@ def _configs_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def call_config_equals(a: Any, b: Any) -> bool:
-    """Whether two call configs request the same call (folds.md §3.2).
+    """Whether two call configs request the same call (docs/format/folds.md §3.2).
 
     Compares `provider`, `model`, `reasoningEffort`, `temperature`, `maxTokens`
     (absent equals only absent; numbers by value) and `stop` (both absent, or both
@@ -185,7 +185,8 @@ def _config_of(header: Any, side: str) -> Mapping[str, Any]:
 
 
 def headers_equal(a: Any, b: Any) -> bool:
-    """Whether two **canonical** headers describe the same request envelope (folds.md §3.2).
+    """Whether two **canonical** headers describe the same request envelope
+    (docs/format/folds.md §3.2).
 
     Does not canonicalize: on other input it answers §3.2 read literally
     (`tools: []` equals no `tools`, `system: ""` does not equal no `system`).
@@ -302,7 +303,8 @@ class RequestHeaderState:
 
 
 def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
-    """The canonical header of the last `request/header`, else `start` as given (folds.md §3.3).
+    """The canonical header of the last `request/header`, else `start` as given
+    (docs/format/folds.md §3.3).
 
     `reason` and `startsSeries` do not matter. Folding a suffix from the fold of the
     prefix equals folding the whole log. Returns None when there is no snapshot
@@ -344,7 +346,8 @@ def header_event(
     declared: bool,
     generation: int,
 ) -> tuple[FrozenObject | None, HeaderWriterState]:
-    """Decide, before a request attempt, whether to log a `request/header` (folds.md §3.4).
+    """Decide, before a request attempt, whether to log a `request/header`
+    (docs/format/folds.md §3.4).
 
     `header` is the header the request will use (canonicalized here), `baseline`
     the current `fold_request_header(log)` (None when the log has none), `declared`

@@ -1,4 +1,4 @@
-"""JSON text: the byte-exact writer and the strict reader of persistence.md §2.4 and §3.1.
+"""JSON text: the byte-exact writer and strict reader (docs/format/persistence.md §2.4, §3.1).
 
 `encode_json` spells a value exactly as JavaScript's `JSON.stringify` does
 (member order, number spelling, string escapes), because the JSONL writer must
@@ -58,7 +58,7 @@ def js_member_order(obj: dict[str, Any]) -> list[str]:
 
 
 def format_number(value: int | float) -> str:
-    """ECMAScript Number::toString of a JSON number (persistence.md §2.4).
+    """ECMAScript Number::toString of a JSON number (docs/format/persistence.md §2.4).
 
     >>> [format_number(x) for x in (3.0, 1e16, 1e-7, 1e21, 123.456, -0.0)]
     ['3', '10000000000000000', '1e-7', '1e+21', '123.456', '0']

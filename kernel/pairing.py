@@ -1,4 +1,4 @@
-"""Tool-pairing balance over the surface (folds.md §5): where a compaction may cut.
+"""Tool-pairing balance over the surface (docs/format/folds.md §5): where a compaction may cut.
 
 A surface of N nodes has N + 1 cuts; a cut is balanced when no assistant tool call
 before it is still waiting for its result. Counting is by number, not by call id,
@@ -52,7 +52,8 @@ def _call_count(event: Event) -> int:
 
 
 def balanced_cuts(events: Sequence[Event], nodes: Iterable[int]) -> tuple[bool, ...]:
-    """Whether each of the `len(nodes) + 1` cuts of a surface is balanced (folds.md §5.1).
+    """Whether each of the `len(nodes) + 1` cuts of a surface is balanced
+    (docs/format/folds.md §5.1).
 
     `events` is the whole log (indexed by seq), `nodes` its surface in order. Raises
     `ToolPairingError` for a node with no matching event, or a `tool/result` that
@@ -78,7 +79,7 @@ def balanced_cuts(events: Sequence[Event], nodes: Iterable[int]) -> tuple[bool, 
 
 
 def tool_pairing_cuts(events: Iterable[Event]) -> tuple[Cut, ...]:
-    """One `Cut` per surface node of `events`, in surface order (folds.md §5.1).
+    """One `Cut` per surface node of `events`, in surface order (docs/format/folds.md §5.1).
 
     Folds the surface (its errors propagate), then counts calls and results along
     it. Works on any prefix: after an unanswered call the cuts stay unbalanced to

@@ -1,4 +1,4 @@
-"""The record scan of persistence.md §3.2: where the durable prefix of stored records ends.
+"""The record scan (docs/format/persistence.md §3.2): where the durable prefix of records ends.
 
 Records are read in order while each is a JSON object with the next seq (a chunk
 row counts for its members). The first record that is not ends the prefix: the

@@ -1,4 +1,4 @@
-"""The SQLite row codec (persistence.md §7.3-§7.5): one physical row to and from events.
+"""The SQLite row codec (docs/format/persistence.md §7.3-§7.5): one physical row to and from events.
 
 Pure: the store module only moves `Row` values in and out of the database.
 A row is a scalar event or a packed chunk row (`ignorable == 0` is the packed
@@ -16,7 +16,7 @@ from typing import Any, Final
 import attrs
 import zstandard
 
-from kernel.chunks import ROW_TAGS, expand_storage_records
+from kernel.chunks import ROW_TAGS, expand_chunk_row
 from kernel.codec import event_from_wire
 from kernel.errors import CorruptLog, KernelError, MalformedChunkRow, ProvenanceError
 from kernel.events import TURN_END, Append, Event, Replace
@@ -206,7 +206,7 @@ def encode_text(value: Any) -> Any:
     """A TEXT parameter: a str as is, or its generalized UTF-8 bytes if it holds lone surrogates.
 
     SQLite TEXT is UTF-8 and the stdlib binding refuses lone surrogates, which
-    are legal strings (events.md §1.1). Such a string is bound as the bytes
+    are legal strings (docs/format/events.md §1.1). Such a string is bound as the bytes
     UTF-8 would give a surrogate code point (WTF-8: `\ud800` is `ED A0 80`),
     and the statement must bind it as `CAST(? AS TEXT)`. Strings are
     canonical (`kernel.store.batch.canonical_text`), so no high-then-low pair
@@ -356,7 +356,7 @@ def _decode_packed(row: Row, where: str) -> tuple[Event, ...]:
         raise MalformedChunkRow(f"{where}: a packed row carries surface metadata")
     data = decode_data(row.data, cap=MAX_ROW_DATA_BYTES)
     record = {"type": row.type, "seq0": row.seq, "time0": row.time, "data": data}
-    events = tuple(expand_storage_records([record]))
+    events = expand_chunk_row(record, where)
     if not MIN_ROW_MEMBERS <= len(events) <= MAX_ROW_MEMBERS:
         raise MalformedChunkRow(
             f"{where}: a packed row holds {len(events)} members, outside "
@@ -411,7 +411,7 @@ def _has_turn_end(events: tuple[Event, ...]) -> bool:
 
 
 def scan_rows(rows: Sequence[Row], base: int = 0) -> RowScan:
-    """The valid prefix of rows read `ORDER BY seq` (persistence.md §7.5).
+    """The valid prefix of rows read `ORDER BY seq` (docs/format/persistence.md §7.5).
 
     A row that fails to decode, or whose events break contiguity, starts a torn
     tail when no later (or the same) row decodes to a `turn/end`; otherwise it

@@ -1,4 +1,4 @@
-"""Seed boundaries (folds.md §8, §9): the prefix a fork inherits, and where a seed ended.
+"""Seed boundaries (docs/format/folds.md §8, §9): what a fork inherits, where a seed ended.
 
 A fork may only cut the log outside an open turn; the child's constructor then appends
 its own `session/end-seed` marker. The **last** marker in a log is the one that counts.

@@ -1,9 +1,9 @@
-"""The surface fold (folds.md §1): which events make up the model-visible history, in order.
+"""The surface fold (docs/format/folds.md §1): the events of the model-visible history, in order.
 
 One state type, `SurfaceState`; the complete fold is its step folded over a log,
 and `SessionLog` keeps the same state incrementally. A step returns a new state
 or raises; since states are persistent values, a rejected event changes nothing
-(R13). Checks run in admission.md §3 order: R5, R6, then R7 (append) or
+(R13). Checks run in docs/format/admission.md §3 order: R5, R6, then R7 (append) or
 R8, R7, R9 (replace). Nodes live in slots that never move, so a replace costs
 what it shadows, not the surface length (`SurfaceState`; the design record is
 docs/rfc/implemented/architecture/2026-12-01-linear-surface-and-history.md).

@@ -1,5 +1,6 @@
-"""Packed chunk rows (events.md §7): the examples of §7.7, the whitelist and run rules,
-every malformed case of §7.6, the SQLite bounds of persistence.md §7.4, and the round trip."""
+"""Packed chunk rows (docs/format/events.md §7): the examples of §7.7, the whitelist and run rules,
+every malformed case of §7.6, the SQLite bounds of docs/format/persistence.md §7.4, and the round
+trip."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from kernel.events import APPEND, Event
 from kernel.json import MAX_SAFE_INTEGER, FrozenObject, thaw
 from kernel.jsontext import encode_json_bytes, parse_json
 
+NAN = float("nan")
+
 MAX = MAX_SAFE_INTEGER
 
 
@@ -32,6 +35,13 @@ def line(record: Any) -> bytes:
 
 def events_of(lines: str) -> list[Event]:
     return [event_from_json(parse_json(text)) for text in lines.strip().splitlines()]
+
+
+def decoded_events(records: list[Any]) -> tuple[Event, ...]:
+    """§7.5 decoding, then the loader's later check: a passed-through value decoded as an event."""
+    return tuple(
+        r if isinstance(r, Event) else event_from_json(r) for r in expand_storage_records(records)
+    )
 
 
 def text_chunk(seq: int, time: int, text: str, **overrides: Any) -> Event:
@@ -49,7 +59,7 @@ def tool_chunk(seq: int, time: int, args: str, name: str | None = None, **chunk:
     return Event("assistant/chunk", seq, time, {"turn": 2, "step": 1, "chunk": body})
 
 
-# -- events.md §7.7 -----------------------------------------------------------------------------
+# -- docs/format/events.md §7.7 --------------------------------------------------------------------
 
 TEXT_EVENTS = """
 {"type":"assistant/chunk","seq":12,"time":5000,"data":{"turn":2,"step":1,"chunk":{"type":"text-delta","index":0,"text":"He"}}}
@@ -94,7 +104,7 @@ def test_s7_7_tool_call_first_named_member_stays_scalar_and_dt_precedes_id() -> 
     records = pack_chunk_rows(original)
     assert records[0] is original[0]
     assert [line(r) for r in records] == TOOL_PACKED
-    assert list(expand_storage_records([parse_json(b) for b in TOOL_PACKED])) == original
+    assert list(decoded_events([parse_json(b) for b in TOOL_PACKED])) == original
 
 
 def test_s7_7_all_named_tool_call_members_pack_with_name() -> None:
@@ -281,12 +291,15 @@ def test_s7_3_packing_is_per_batch_and_mixes_with_scalars() -> None:
     assert pack_chunk_rows(events[:3]) == tuple(events[:3])
 
 
-def test_pack_refuses_what_is_not_an_event() -> None:
-    with pytest.raises(KernelError):
-        pack_chunk_rows([{"type": "turn/start"}])  # type: ignore[list-item]
+def test_pack_refuses_what_is_neither_an_event_nor_a_wire_object() -> None:
+    for item in ("turn/start", None, 42, [1]):
+        with pytest.raises(KernelError):
+            pack_chunk_rows([item])  # type: ignore[list-item]
+    wire = {"type": "turn/start"}
+    assert pack_chunk_rows([wire])[0] is wire, "an ineligible wire object is stored verbatim"
 
 
-# -- persistence.md §7.4: SQLite bounds ---------------------------------------------------------
+# -- docs/format/persistence.md §7.4: SQLite bounds ------------------------------------------------
 
 
 def test_p7_4_member_cap_splits_runs() -> None:
@@ -456,28 +469,23 @@ def test_s7_5_decoding_any_stored_record() -> None:
     row = FrozenObject(good_text_row())
     plain = {"type": "turn/end", "seq": 15, "time": 1, "data": {"turn": 1, "reason": {"kind": "x"}}}
     out = expand_storage_records([scalar, row, plain])
-    assert out[0] is scalar
-    assert [e.seq for e in out] == [0, 12, 13, 14, 15]
+    assert out[0] is scalar and out[-1] is plain
+    assert [e.seq for e in out[:-1]] == [0, 12, 13, 14]
     assert is_chunk_row(row) and not is_chunk_row(plain) and not is_chunk_row([1])
     assert {"text-chunks", "reasoning-chunks", "tool-call-chunks"} == ROW_TAGS
 
 
-def test_s7_5_non_row_records_are_decoded_as_events() -> None:
-    with pytest.raises(InvalidEnvelope) as info:
-        expand_storage_records(
-            [
-                {"type": "turn/start", "seq": 0},
-            ]
-        )
-    assert info.value.index == 0
+def test_s7_5_non_row_records_pass_through_for_the_loader_to_check() -> None:
+    # Decoding validates nothing but rows: a record that is not a valid event
+    # passes through, and the loader's own check (here event_from_json) refuses it.
+    bad = [{"type": "turn/start", "seq": 0}, 42, {"type": "x", "seq": 0, "time": 0, "data": NAN}]
+    assert all(a is b for a, b in zip(expand_storage_records(bad), bad, strict=True))
     with pytest.raises(InvalidEnvelope):
-        expand_storage_records([42])
+        decoded_events(bad[:1])
+    with pytest.raises(InvalidEnvelope):
+        decoded_events(bad[1:2])
     with pytest.raises(NotLosslessJson):
-        expand_storage_records([{"type": "x", "seq": 0, "time": 0, "data": float("nan")}])
-    record = {"type": "x/y", "seq": 0, "time": 0, "data": {"k": [1]}}
-    (event,) = expand_storage_records([record])
-    record["data"]["k"].append(2)
-    assert thaw(event.data) == {"k": [1]}, "a caller's dict is copied, not aliased"
+        decoded_events(bad[2:])
 
 
 # -- P7: chunk-row round trip -------------------------------------------------------------------
@@ -533,7 +541,7 @@ def chunk_batches(draw: st.DrawFn) -> list[Event]:
 def test_p7_chunk_row_round_trip_is_exact(batch: list[Event]) -> None:
     records = pack_chunk_rows(batch)
     stored = [parse_json(line(r)) for r in records]
-    decoded = expand_storage_records(stored)
+    decoded = decoded_events(stored)
     assert [line(e) for e in decoded] == [line(e) for e in batch], "\n".join(map(repr, batch))
     assert decoded == tuple(batch)
     for record in records:
@@ -551,4 +559,4 @@ def test_p7_4_bounded_packing_round_trips_within_bounds(
         if not isinstance(record, Event):
             assert 3 <= len(record["data"]["dt"]) + 1 <= members
             assert len(encode_json_bytes(record["data"])) <= data_bytes
-    assert expand_storage_records([parse_json(line(r)) for r in records]) == tuple(batch)
+    assert decoded_events([parse_json(line(r)) for r in records]) == tuple(batch)

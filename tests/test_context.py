@@ -1,4 +1,5 @@
-"""Request context and todo folds, and the request-context writer rule (folds.md §3.5, §4)."""
+"""Request context and todo folds, and the request-context writer rule (docs/format/folds.md §3.5,
+§4)."""
 
 from __future__ import annotations
 

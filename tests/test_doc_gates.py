@@ -1,18 +1,21 @@
-"""Documentation gates: design-record placement and index, code-cited doc paths, Markdown links.
+"""Documentation gates: design records, cited doc paths, format citations and ids, Markdown links.
 
 Each gate is a function of a repository root that returns a list of problems
 (empty when the tree is clean), so the tests can run it on this repository
 and also prove, on small fake trees, that it fails when it should. The rules
-are described in docs/rfc/README.md.
+are described in docs/rfc/README.md. This file itself is not scanned for
+citations and ids: its fake trees cite sections and rules that do not exist.
 """
 
 from __future__ import annotations
 
 import ast
 import datetime
+import functools
 import io
 import re
 import tokenize
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +37,20 @@ _ENTRY = re.compile(r"^- \[(?P<title>[^\]]+)\]\((?P<path>[^)\s]+)\)$")
 _STATUS = re.compile(r"^Status: (\S+)")
 _DOC_PATH = re.compile(r"docs/[A-Za-z0-9_./{}-]*")
 _MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_MD_LINK_WITH_TEXT = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
+
+FORMAT_DIR = "docs/format"
+SOURCE_TREES = ("kernel", "properties", "tests", "benchmarks")
+_SECTION = r"§\d+(?:\.\d+)*"
+_CITATION = re.compile(
+    r"(?<![\w./-])(?P<path>[\w.-]+(?:/[\w.-]+)*\.md)"
+    rf"(?P<sections>\s*(?:#\s*)?{_SECTION}(?:\s*(?:,|and|or|to|-|\u2013)\s*(?:#\s*)?{_SECTION})*)"
+)
+_SECTION_NUMBER = re.compile(r"§(\d+(?:\.\d+)*)")
+_NUMBERED_HEADING = re.compile(r"^#{1,6}\s+(\d+(?:\.\d+)*)\.?(?:\s|$)")
+_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
+_RULE_ID = re.compile(r"(?<![\w-])(?:[RHP]\d+[a-z]?|G-[a-z]+(?:-[a-z]+)*)(?![\w])")
+_RULE_ANCHOR = re.compile(r"[rhp]\d+[a-z]?|g-[a-z]+(?:-[a-z]+)*")
 
 
 # -- gate 1: every record sits at a valid path and has the record shape -------------------------
@@ -180,9 +197,7 @@ def _comments_and_docstrings(source: str) -> Iterator[tuple[int, str]]:
             yield node.lineno, node.value.value
 
 
-def dangling_doc_references(
-    root: Path, packages: tuple[str, ...] = ("kernel", "properties")
-) -> list[str]:
+def dangling_doc_references(root: Path, packages: tuple[str, ...] = SOURCE_TREES) -> list[str]:
     """`docs/...` paths cited in comments or docstrings under `packages` that do not exist.
 
     A path ending in `/` must be a directory; any other path must be a file.
@@ -204,34 +219,309 @@ def dangling_doc_references(
     return problems
 
 
-# -- gate 4: relative links in the Markdown docs resolve --------------------------------------
+# -- gate 4: relative links in the Markdown docs resolve, to a file and to an anchor in it -----
 
 
-def broken_markdown_links(root: Path) -> list[str]:
-    """Relative links in README.md, docs/**/*.md and examples/*.md whose target is missing."""
+def _markdown_files(root: Path) -> list[Path]:
+    """README.md, every Markdown file under docs/, and examples/*.md."""
     files = [
         root / "README.md",
         *sorted((root / "docs").rglob("*.md")),
         *sorted((root / "examples").glob("*.md")),
     ]
+    return [path for path in files if path.is_file()]
+
+
+def _without_code_blocks(text: str) -> str:
+    """`text` with every fenced code block blanked, line numbers kept."""
+    lines = text.split("\n")
+    in_code = False
+    for number, line in enumerate(lines):
+        fence = line.lstrip().startswith("```")
+        if in_code or fence:
+            lines[number] = ""
+        if fence:
+            in_code = not in_code
+    return "\n".join(lines)
+
+
+def _slug(heading: str) -> str:
+    """The id Python-Markdown's toc extension (as MkDocs uses it) gives a heading."""
+    text = re.sub(r"<[^>]+>", "", heading)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text).replace("`", "").replace("*", "")
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def _anchors(path: Path) -> set[str]:
+    """Every fragment a link into `path` may name: explicit anchors and heading ids."""
+    text = _without_code_blocks(path.read_text(encoding="utf-8"))
+    anchors = set(_ANCHOR.findall(text))
+    seen: dict[str, int] = {}
+    for line in text.splitlines():
+        if m := re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line):
+            slug = _slug(m.group(1))
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            anchors.add(slug if count == 0 else f"{slug}_{count}")
+    return anchors
+
+
+def _cached_anchors(cache: dict[Path, set[str]], path: Path) -> set[str]:
+    key = path.resolve()
+    if key not in cache:
+        cache[key] = _anchors(path)
+    return cache[key]
+
+
+def broken_markdown_links(root: Path) -> list[str]:
+    """Relative links in README.md, docs/**/*.md and examples/*.md that do not resolve.
+
+    The target file must exist; a `#fragment` into a Markdown file must be an
+    explicit `<a id>` anchor or a heading of that file; and a link from a page
+    under docs/ must stay inside docs/, which is all the site is built from.
+    """
+    docs = (root / "docs").resolve()
+    anchors: dict[Path, set[str]] = {}
     problems: list[str] = []
-    for path in files:
-        if not path.is_file():
-            continue
-        in_code = False
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.lstrip().startswith("```"):
-                in_code = not in_code
-                continue
-            if in_code:
-                continue
+    for path in _markdown_files(root):
+        shown = path.relative_to(root).as_posix()
+        lines = _without_code_blocks(path.read_text(encoding="utf-8")).splitlines()
+        for number, line in enumerate(lines, start=1):
             for target in _MD_LINK.findall(re.sub(r"`[^`]*`", "", line)):
-                if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target):
                     continue
-                file_part = target.split("#", 1)[0]
-                if not (path.parent / file_part).exists():
-                    shown = path.relative_to(root).as_posix()
+                file_part, _, fragment = target.partition("#")
+                linked = (path.parent / file_part) if file_part else path
+                if not linked.exists():
                     problems.append(f"{shown}:{number}: link to {target} does not resolve")
+                elif docs in path.resolve().parents and docs not in linked.resolve().parents:
+                    problems.append(
+                        f"{shown}:{number}: link to {target} leaves docs/, "
+                        "which the site cannot follow (name the path in backticks instead)"
+                    )
+                elif (
+                    fragment
+                    and linked.suffix == ".md"
+                    and fragment not in _cached_anchors(anchors, linked)
+                ):
+                    problems.append(
+                        f"{shown}:{number}: link to {target}: no anchor or heading "
+                        f"#{fragment} in {linked.name}"
+                    )
+    return problems
+
+
+# -- gate 5: `X.md §N` citations name an existing document and a heading numbered N in it ------
+
+
+def _cited_sources(root: Path) -> list[tuple[Path, str]]:
+    """(path, text) of each file whose citations the gates check; Markdown code blocks blanked."""
+    sources: list[tuple[Path, str]] = []
+    for tree in SOURCE_TREES:
+        for path in sorted((root / tree).rglob("*.py")):
+            if path.relative_to(root).as_posix() != "tests/test_doc_gates.py":
+                sources.append((path, path.read_text(encoding="utf-8")))
+    for path in _markdown_files(root):
+        sources.append((path, _without_code_blocks(path.read_text(encoding="utf-8"))))
+    return sources
+
+
+@functools.lru_cache(maxsize=64)
+def _headings_of(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
+    text = _without_code_blocks(path.read_text(encoding="utf-8"))
+    return frozenset(
+        m.group(1) for line in text.splitlines() if (m := _NUMBERED_HEADING.match(line))
+    )
+
+
+def _numbered_headings(path: Path) -> frozenset[str]:
+    """The numbers of `path`'s headings: `## 3. Check order` -> "3", `### 3.2 x` -> "3.2"."""
+    stat = path.stat()
+    return _headings_of(path.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _citation_problems(
+    root: Path, shown: str, line: int, citation: re.Match[str], document: Path | None
+) -> list[str]:
+    cited = f"{citation.group('path')} {' '.join(citation.group('sections').split())}"
+    if document is None or not document.is_file():
+        return [f"{shown}:{line}: cites {cited}, but {citation.group('path')} names no file"]
+    headings = _numbered_headings(document)
+    where = document.relative_to(root).as_posix() if root in document.parents else document.name
+    return [
+        f"{shown}:{line}: cites {cited}, but {where} has no heading numbered {number}"
+        for number in _SECTION_NUMBER.findall(citation.group("sections"))
+        if number not in headings
+    ]
+
+
+def unresolved_section_citations(root: Path) -> list[str]:
+    """Citations `path.md §N[.M]` (and `, §K` lists after them) that do not resolve.
+
+    In code and tests the path is relative to the repository root
+    (`docs/format/admission.md §3.2`). In Markdown it is relative to the page or
+    to the root, or it is the text of a link, whose target names the document
+    (`[admission.md §3.2](format/admission.md)`). The document must exist and
+    have a heading numbered N (`## 3. Check order`, `### 3.2 ...`).
+    """
+    problems: list[str] = []
+    for path, text in _cited_sources(root):
+        shown = path.relative_to(root).as_posix()
+        rest = text
+        if path.suffix == ".md":
+            for link in _MD_LINK_WITH_TEXT.finditer(text):
+                target = link.group("target").partition("#")[0]
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target) or not target.endswith(".md"):
+                    continue
+                for citation in _CITATION.finditer(link.group("text")):
+                    named = Path(citation.group("path")).name
+                    document = path.parent / target if named == Path(target).name else None
+                    if document is None:
+                        document = _resolve_in_markdown(root, path, citation.group("path"))
+                    problems.extend(
+                        _citation_problems(
+                            root, shown, _line_of(text, link.start()), citation, document
+                        )
+                    )
+                blank = re.sub(r"[^\n]", " ", link.group(0))
+                rest = rest[: link.start()] + blank + rest[link.end() :]
+        for citation in _CITATION.finditer(rest):
+            if path.suffix == ".md":
+                document = _resolve_in_markdown(root, path, citation.group("path"))
+            else:
+                document = root / citation.group("path")
+            problems.extend(
+                _citation_problems(
+                    root, shown, _line_of(rest, citation.start()), citation, document
+                )
+            )
+    return problems
+
+
+def _resolve_in_markdown(root: Path, page: Path, cited: str) -> Path | None:
+    """A path named in a page's text: relative to the page, else to the repository root."""
+    for candidate in (page.parent / cited, root / cited):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+# -- gate 6: every rule, header-rule, property and generator id has one anchor in docs/format/ -
+
+
+def format_anchors(root: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """Explicit anchors under docs/format/ (id -> defining files), and duplicate-anchor problems."""
+    defined: dict[str, list[str]] = {}
+    problems: list[str] = []
+    for path in sorted((root / FORMAT_DIR).rglob("*.md")):
+        shown = path.relative_to(root).as_posix()
+        ids = _ANCHOR.findall(_without_code_blocks(path.read_text(encoding="utf-8")))
+        for anchor in sorted({a for a in ids if ids.count(a) > 1}):
+            problems.append(f"{shown}: anchor {anchor!r} defined {ids.count(anchor)} times")
+        for anchor in dict.fromkeys(ids):
+            defined.setdefault(anchor, []).append(shown)
+    for anchor, files in sorted(defined.items()):
+        if len(files) > 1 and _RULE_ANCHOR.fullmatch(anchor):
+            problems.append(f"anchor {anchor!r} defined in {len(files)} files: {', '.join(files)}")
+    return defined, problems
+
+
+def _invariant_rule_ids(root: Path) -> tuple[str, ...]:
+    """The strings of the `RULES` tuple in kernel/invariants.py (read with ast, not imported)."""
+    path = root / "kernel" / "invariants.py"
+    if not path.is_file():
+        return ()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id == "RULES" and isinstance(value, ast.Tuple):
+            return tuple(
+                e.value
+                for e in value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            )
+    return ()
+
+
+def undefined_rule_ids(root: Path) -> list[str]:
+    """Ids (R7f, H7, P28a, G-loop, ...) cited in code, tests or docs with no anchor in docs/format/.
+
+    Each id needs an explicit lower-case anchor (`<a id="r7f"></a>`) at its
+    definition, defined once. One problem per file and id, at its first mention.
+    The relational-invariant rule ids a `Violation` may carry (`RULES` in
+    kernel/invariants.py, such as `seq-order`) need an anchor of the same name.
+    """
+    defined, problems = format_anchors(root)
+    if not (root / FORMAT_DIR).is_dir():
+        problems.append(f"{FORMAT_DIR}/: missing directory")
+    problems.extend(
+        f'kernel/invariants.py: invariant rule id {rule!r} has no anchor <a id="{rule}"> '
+        f"in {FORMAT_DIR}/"
+        for rule in _invariant_rule_ids(root)
+        if rule not in defined
+    )
+    for path, text in _cited_sources(root):
+        shown = path.relative_to(root).as_posix()
+        reported: set[str] = set()
+        for m in _RULE_ID.finditer(text):
+            rule = m.group(0)
+            if rule.lower() in defined or rule in reported:
+                continue
+            reported.add(rule)
+            problems.append(
+                f"{shown}:{_line_of(text, m.start())}: {rule} has no anchor "
+                f'<a id="{rule.lower()}"> in {FORMAT_DIR}/'
+            )
+    return problems
+
+
+# -- gate 7: the site's navigation lists every page under docs/, and nothing else -------------
+
+_NAV_ENTRY = re.compile(r"^\s*- (?:[^:#]+: )?(?P<page>[^\s:]+\.md)\s*$")
+
+
+def site_nav_problems(root: Path) -> list[str]:
+    """Pages under docs/ missing from mkdocs.yml's nav, and nav entries naming no page.
+
+    `mkdocs build --strict` refuses both as well; this says which page at test
+    time. docs/hooks/ holds build code, not pages. No mkdocs.yml: nothing to check.
+    """
+    config = root / "mkdocs.yml"
+    if not config.is_file():
+        return []
+    lines = config.read_text(encoding="utf-8").splitlines()
+    try:
+        start = lines.index("nav:")
+    except ValueError:
+        return ["mkdocs.yml: no nav"]
+    listed: dict[str, int] = {}
+    for number, line in enumerate(lines[start + 1 :], start=start + 2):
+        if line and not line.startswith(" "):
+            break
+        if m := _NAV_ENTRY.match(line):
+            listed.setdefault(m.group("page"), number)
+    docs = root / "docs"
+    pages = {
+        p.relative_to(docs).as_posix()
+        for p in docs.rglob("*.md")
+        if p.relative_to(docs).parts[0] != "hooks"
+    }
+    problems = [
+        f"docs/{page}: not in the nav of mkdocs.yml" for page in sorted(pages - listed.keys())
+    ]
+    problems += [
+        f"mkdocs.yml:{number}: nav entry {page} names no page under docs/"
+        for page, number in listed.items()
+        if page not in pages
+    ]
     return problems
 
 
@@ -246,12 +536,24 @@ def test_rfc_index_lists_every_record_under_its_lifecycle_and_class() -> None:
     assert index_problems(ROOT) == []
 
 
-def test_docs_paths_cited_in_kernel_and_properties_exist() -> None:
+def test_docs_paths_cited_in_code_and_tests_exist() -> None:
     assert dangling_doc_references(ROOT) == []
 
 
 def test_markdown_links_in_readme_and_docs_resolve() -> None:
     assert broken_markdown_links(ROOT) == []
+
+
+def test_format_section_citations_resolve() -> None:
+    assert unresolved_section_citations(ROOT) == []
+
+
+def test_every_cited_rule_property_and_generator_id_has_an_anchor() -> None:
+    assert undefined_rule_ids(ROOT) == []
+
+
+def test_the_site_nav_lists_every_page() -> None:
+    assert site_nav_problems(ROOT) == []
 
 
 # -- the gates fail on broken trees -----------------------------------------------------------
@@ -298,18 +600,65 @@ def _good_tree(root: Path) -> None:
             "- [b c](rejected/feature/2026-11-30-b-c.md)",
         ),
     )
-    _write(root, "docs/guide.md", "# Guide\n\nSee [the records](rfc/README.md).\n")
+    _write(
+        root,
+        "docs/guide.md",
+        "# Guide\n\nSee [the records](rfc/README.md), [admission.md §3.2](format/admission.md)"
+        " and [R7f](format/admission.md#r7f).\n",
+    )
     _write(
         root, "kernel/mod.py", '"""See docs/guide.md."""\n\n# and docs/rfc/ for records\nX = 1\n'
     )
+    _write(root, "docs/format/admission.md", _FORMAT_ADMISSION)
+    _write(root, "docs/format/properties.md", _FORMAT_PROPERTIES)
+    _write(
+        root,
+        "kernel/rules.py",
+        '"""Seeds (docs/format/admission.md §3.2, §4): R7 and R7f; law P1 (G-loop)."""\n\n'
+        "# docs/format/admission.md\n# §3 orders the checks\n"
+        'MESSAGE = "must include every shadowed node (R7f)"\n',
+    )
+    _write(root, "tests/test_rules.py", '"""P1 on G-loop logs (docs/format/properties.md §1)."""\n')
+
+
+_FORMAT_ADMISSION = """# Admission
+
+## 3. Check order
+
+Citations inside code blocks are not checked:
+
+```
+folds.md §99 and R42
+```
+
+### 3.2 Seed and restore
+
+## 4. The rules
+
+### R7 — citations <a id="r7"></a>
+
+<a id="r7f"></a>**7f** replace only: every shadowed node is cited.
+"""
+
+_FORMAT_PROPERTIES = """# Properties
+
+## 1. Generators
+
+<a id="g-loop"></a>G-loop: logs shaped like real model-loop output.
+
+<a id="p1"></a>**P1** history equals the projection (see [R7](admission.md#r7), \
+[admission.md §3](admission.md#3-check-order)).
+"""
 
 
 def test_gates_accept_a_clean_fake_tree(tmp_path: Path) -> None:
     _good_tree(tmp_path)
     assert misplaced_records(tmp_path) == []
     assert index_problems(tmp_path) == []
-    assert dangling_doc_references(tmp_path, ("kernel",)) == []
+    assert dangling_doc_references(tmp_path) == []
     assert broken_markdown_links(tmp_path) == []
+    assert unresolved_section_citations(tmp_path) == []
+    assert undefined_rule_ids(tmp_path) == []
 
 
 @pytest.mark.parametrize(
@@ -461,3 +810,136 @@ def test_link_gate_ignores_links_inside_code(tmp_path: Path) -> None:
     _good_tree(tmp_path)
     _write(tmp_path, "docs/guide.md", "# Guide\n\n`[x](nope.md)`\n\n```\n[y](nope.md)\n```\n")
     assert broken_markdown_links(tmp_path) == []
+
+
+def test_link_gate_fails_on_a_link_to_a_missing_format_document(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "README.md", "# Kernel\n\nRules: [the format](docs/format/rules.md).\n")
+    assert broken_markdown_links(tmp_path) == [
+        "README.md:3: link to docs/format/rules.md does not resolve"
+    ]
+
+
+def test_link_gate_fails_on_a_missing_anchor(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "docs/cli.md", "# CLI\n\n[R42](format/admission.md#r42), [x](#nowhere)\n")
+    assert broken_markdown_links(tmp_path) == [
+        "docs/cli.md:3: link to format/admission.md#r42: no anchor or heading #r42 in admission.md",
+        "docs/cli.md:3: link to #nowhere: no anchor or heading #nowhere in cli.md",
+    ]
+
+
+def test_link_gate_fails_on_a_link_that_leaves_the_site(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "kernel/__init__.py", "")
+    _write(tmp_path, "docs/cli.md", "# CLI\n\nSee [the code](../kernel/__init__.py).\n")
+    problems = broken_markdown_links(tmp_path)
+    assert len(problems) == 1 and "leaves docs/" in problems[0], problems
+
+
+def test_citation_gate_fails_on_an_invented_section(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "kernel/other.py", '"""Admission (docs/format/admission.md §99)."""\n')
+    assert unresolved_section_citations(tmp_path) == [
+        "kernel/other.py:1: cites docs/format/admission.md §99, "
+        "but docs/format/admission.md has no heading numbered 99"
+    ]
+
+
+def test_citation_gate_checks_every_section_of_a_list(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "tests/test_x.py", "# docs/format/admission.md §3, §3.7 and\n# §5\nX = 1\n")
+    problems = unresolved_section_citations(tmp_path)
+    assert [p.rsplit(" ", 1)[1] for p in problems] == ["3.7", "5"], problems
+
+
+def test_citation_gate_fails_on_a_document_that_does_not_exist(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "kernel/other.py", "# the order of admission.md §3\nX = 1\n")
+    _write(tmp_path, "docs/cli.md", "# CLI\n\nAs [folds.md §1](format/folds.md) says.\n")
+    assert unresolved_section_citations(tmp_path) == [
+        "kernel/other.py:1: cites admission.md §3, but admission.md names no file",
+        "docs/cli.md:3: cites folds.md §1, but folds.md names no file",
+    ]
+
+
+def test_citation_gate_fails_on_an_invented_section_in_a_link(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "docs/cli.md", "# CLI\n\nSee [admission.md §99](format/admission.md).\n")
+    assert unresolved_section_citations(tmp_path) == [
+        "docs/cli.md:3: cites admission.md §99, but docs/format/admission.md has no heading "
+        "numbered 99"
+    ]
+
+
+def test_id_gate_fails_on_an_unknown_rule(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "kernel/other.py", 'MESSAGE = "replace end is not on the surface (R42)"\n')
+    assert undefined_rule_ids(tmp_path) == [
+        'kernel/other.py:1: R42 has no anchor <a id="r42"> in docs/format/'
+    ]
+
+
+def test_id_gate_fails_on_a_missing_property(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "docs/properties.md", "# Properties\n\n* **P99** does not exist.\n")
+    assert undefined_rule_ids(tmp_path) == [
+        'docs/properties.md:3: P99 has no anchor <a id="p99"> in docs/format/'
+    ]
+
+
+def test_id_gate_fails_on_header_rules_and_generators_too(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "tests/test_x.py", "# H7, G-crash and R7f, then H7 again\nX = 1\n")
+    assert undefined_rule_ids(tmp_path) == [
+        'tests/test_x.py:1: H7 has no anchor <a id="h7"> in docs/format/',
+        'tests/test_x.py:1: G-crash has no anchor <a id="g-crash"> in docs/format/',
+    ]
+
+
+def test_id_gate_fails_on_an_id_defined_twice(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    path = tmp_path / "docs/format/properties.md"
+    path.write_text(path.read_text(encoding="utf-8") + '\n<a id="r7f"></a>\n', encoding="utf-8")
+    assert undefined_rule_ids(tmp_path) == [
+        "anchor 'r7f' defined in 2 files: docs/format/admission.md, docs/format/properties.md"
+    ]
+
+
+_MKDOCS = """site_name: x
+nav:
+  - Home: guide.md
+  - Records:
+      - rfc/README.md
+      - rfc/implemented/process/2026-11-29-a.md
+      - rfc/rejected/feature/2026-11-30-b-c.md
+  - Format:
+      - format/admission.md
+      - Properties: format/properties.md
+plugins:
+  - search
+"""
+
+
+def test_nav_gate_fails_on_a_page_left_out_and_an_entry_without_a_page(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    _write(tmp_path, "mkdocs.yml", _MKDOCS)
+    assert site_nav_problems(tmp_path) == []
+    _write(tmp_path, "docs/cli.md", "# CLI\n")
+    _write(tmp_path, "docs/hooks/x.md", "not a page\n")
+    (tmp_path / "docs/format/properties.md").unlink()
+    assert site_nav_problems(tmp_path) == [
+        "docs/cli.md: not in the nav of mkdocs.yml",
+        "mkdocs.yml:10: nav entry format/properties.md names no page under docs/",
+    ]
+
+
+def test_id_gate_fails_on_an_invariant_rule_id_without_an_anchor(tmp_path: Path) -> None:
+    _good_tree(tmp_path)
+    path = tmp_path / "docs/format/properties.md"
+    path.write_text(path.read_text(encoding="utf-8") + '\n<a id="seq-order"></a>\n', "utf-8")
+    _write(tmp_path, "kernel/invariants.py", 'RULES: Final = ("seq-order", "turn-numbre")\n')
+    assert undefined_rule_ids(tmp_path) == [
+        "kernel/invariants.py: invariant rule id 'turn-numbre' has no anchor "
+        '<a id="turn-numbre"> in docs/format/'
+    ]

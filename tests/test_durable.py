@@ -1,8 +1,10 @@
-"""Plain JSONL (persistence.md §2-§5): the header line and version refusal, the scan table of
-§3.3, the byte-exact writer of §2.4, the load pipeline of §5, and crash cuts at every byte."""
+"""Plain JSONL (docs/format/persistence.md §2-§5): the header line and version refusal, the scan
+table of §3.3, the byte-exact writer of §2.4, the load pipeline of §5, and crash cuts at every
+byte."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,7 +60,7 @@ def seqs(result: Scan | Loaded) -> list[int]:
     return [e.seq for e in result.events]
 
 
-# -- persistence.md §3.3: the scan table --------------------------------------------------------
+# -- docs/format/persistence.md §3.3: the scan table -----------------------------------------------
 
 PARTIAL = b'{"type":"assistant/chunk","seq":2,"ti'
 MALFORMED_ROW = row(1).replace(b'"dt":[1,1]', b'"dt":[1]')
@@ -194,7 +196,7 @@ def test_p3_2_lone_surrogate_escapes_and_huge_numbers_parse() -> None:
     assert scan.events[1].data["n"] == float("inf")
 
 
-# -- persistence.md §3.1 and events.md §2.2: the header line ------------------------------------
+# -- docs/format/persistence.md §3.1 and docs/format/events.md §2.2: the header line ---------------
 
 
 def header_with(**changes: Any) -> bytes:
@@ -332,7 +334,7 @@ def test_p3_1_crlf_header_line_is_accepted() -> None:
     assert scan_jsonl(HEADER + b"\r\n" + T(0) + b"\r\n").events[0].seq == 0
 
 
-# -- persistence.md §2.1 and §2.4: the byte-exact writer ----------------------------------------
+# -- docs/format/persistence.md §2.1 and §2.4: the byte-exact writer -------------------------------
 
 
 def test_p2_4_serialization_example() -> None:
@@ -422,14 +424,17 @@ def test_p2_1_packing_can_be_disabled() -> None:
 
 
 def test_e8_the_one_turn_log_round_trips_byte_for_byte() -> None:
-    with open("/work/shared/spec/events.md", encoding="utf-8") as spec:
-        text = spec.read().split("## 8. A complete one-turn log")[1]
+    # The example of docs/format/events.md §8, read from the page itself.
+    page = Path(__file__).resolve().parent.parent / "docs" / "format" / "events.md"
+    text = page.read_text(encoding="utf-8").split("## 8. A complete one-turn log")[1]
     block = text.split("```json\n")[1].split("```")[0]
     data = block.encode("utf-8")
     loaded = load_jsonl(data, now=0)
-    assert loaded.closers == () and not loaded.torn and len(loaded.events) == 17
+    assert loaded.closers == () and not loaded.torn
+    assert [e.seq for e in loaded.events] == list(range(len(loaded.events)))
     assert write_jsonl(loaded.header, loaded.events, pack_chunks=False) == data
-    assert write_jsonl(loaded.header, scan_jsonl(data).events) == data
+    packed = write_jsonl(loaded.header, scan_jsonl(data).events)
+    assert load_jsonl(packed, now=0).events == loaded.events
 
 
 def test_encode_records_refuses_non_events() -> None:
@@ -437,7 +442,7 @@ def test_encode_records_refuses_non_events() -> None:
         encode_records([{"type": "x"}], pack_chunks=False)  # type: ignore[list-item]
 
 
-# -- persistence.md §5: the load pipeline -------------------------------------------------------
+# -- docs/format/persistence.md §5: the load pipeline ----------------------------------------------
 
 USER_OK = (
     b'{"type":"user/message","seq":%d,"time":0,"data":{"id":"u","role":"user",'

@@ -56,7 +56,7 @@ def test_complete_examples_load_without_repair_and_are_the_writers_exact_bytes(n
 
 def test_clean_run_is_the_spec_one_turn_log_plus_a_second_turn() -> None:
     data = _read("clean-run.jsonl")
-    spec_turn = data.split(b"\n")[:18]  # the header line and seqs 0-16 of events.md §8
+    spec_turn = data.split(b"\n")[:18]  # the header line and the one-turn log, seqs 0-16
     loaded = load_jsonl(data, now=NOW)
     assert len(loaded.events) == 30
     assert write_jsonl(loaded.header, loaded.events[:17]).split(b"\n")[:18] == spec_turn

@@ -1,5 +1,5 @@
-"""Zstandard-framed JSONL (persistence.md §8, §6.2): the structural frame scan, torn frames,
-corruption inside complete frames, round trips, crash cuts at or after the header frame, bit
+"""Zstandard-framed JSONL (docs/format/persistence.md §8, §6.2): the structural frame scan, torn
+frames, corruption inside complete frames, round trips, crash cuts at or after the header frame, bit
 flips anywhere (damage followed by complete frames is corruption, never a torn tail), and the
 cap on decoded plaintext that stops a decompression bomb."""
 
@@ -611,8 +611,8 @@ def test_p8_a_flip_that_hides_the_end_of_the_last_frame_loses_at_most_that_frame
 
 
 def test_p3_every_flipped_bit_before_the_last_turn_end_is_corrupt_or_harmless() -> None:
-    """The same sweep for plain JSONL (persistence.md §3.2), which has no checksums: a flip
-    may change a value undetectably, but damage followed by a real turn/end is never
+    """The same sweep for plain JSONL (docs/format/persistence.md §3.2), which has no checksums: a
+    flip may change a value undetectably, but damage followed by a real turn/end is never
     repaired away, and no record before the damage is ever dropped."""
     batches = turn_batches([3, 2], open_tail=True)
     events = [e for batch in batches for e in batch]

@@ -1,4 +1,4 @@
-"""Request header: canonical form, equality, fold and writer decision (folds.md §3)."""
+"""Request header: canonical form, equality, fold and writer decision (docs/format/folds.md §3)."""
 
 from __future__ import annotations
 

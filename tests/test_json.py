@@ -1,4 +1,5 @@
-"""Lossless JSON values (events.md §1) and exact JSON text (persistence.md §2.4)."""
+"""Lossless JSON values (docs/format/events.md §1) and exact JSON text
+(docs/format/persistence.md §2.4)."""
 
 from __future__ import annotations
 
@@ -136,7 +137,7 @@ def test_safe_int(value: Any, expected: int | None) -> None:
     assert safe_int(value) == expected
 
 
-# -- persistence.md §2.4 ---------------------------------------------------------------------------
+# -- docs/format/persistence.md §2.4 ---------------------------------------------------------------
 
 NUMBERS = [
     (3.0, "3"),

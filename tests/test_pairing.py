@@ -1,4 +1,4 @@
-"""Tool-pairing balance over the surface (folds.md §5)."""
+"""Tool-pairing balance over the surface (docs/format/folds.md §5)."""
 
 from __future__ import annotations
 

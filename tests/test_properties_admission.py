@@ -1,4 +1,4 @@
-"""Admission: P11, P12 (rejections), P13, P18 (properties.md §3, §4).
+"""Admission: P11, P12 (rejections), P13, P18 (docs/format/properties.md §3, §4).
 
 Each labelled mutation (the rule it breaks) gets its own examples, so every rule
 is exercised on every run whatever the example budget.

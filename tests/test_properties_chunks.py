@@ -1,4 +1,4 @@
-"""Packed chunk rows: P7, P42, P43 (properties.md §2, §9)."""
+"""Packed chunk rows: P7, P42, P43 (docs/format/properties.md §2, §9)."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""Request header and context: P22-P27 (properties.md §6)."""
+"""Request header and context: P22-P27 (docs/format/properties.md §6)."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""Derived history: P1, P2, P5, P6, P19, P20, P21 (properties.md §2, §5)."""
+"""Derived history: P1, P2, P5, P6, P19, P20, P21 (docs/format/properties.md §2, §5)."""
 
 from hypothesis import given
 from hypothesis import strategies as st

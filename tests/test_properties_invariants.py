@@ -1,4 +1,4 @@
-"""Relational invariants: P28, P28a, P29 (properties.md §7)."""
+"""Relational invariants: P28, P28a, P29 (docs/format/properties.md §7)."""
 
 import pytest
 from hypothesis import given

@@ -1,4 +1,4 @@
-"""Crash repair: P30-P35 over every kind of crash prefix (properties.md §8)."""
+"""Crash repair: P30-P35 over every kind of crash prefix (docs/format/properties.md §8)."""
 
 from hypothesis import given
 

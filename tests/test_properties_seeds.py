@@ -1,4 +1,5 @@
-"""Seeds, end-seed markers and forks: P3, P4, P12, P44, P45 (properties.md §2, §3, §10)."""
+"""Seeds, end-seed markers and forks: P3, P4, P12, P44, P45 (docs/format/properties.md §2, §3,
+§10)."""
 
 from hypothesis import given
 from hypothesis import strategies as st

@@ -1,4 +1,5 @@
-"""Durable storage: P36-P41, P43a, P43b against the JSONL and SQLite layouts (properties.md §9)."""
+"""Durable storage: P36-P41, P43a, P43b against the JSONL and SQLite layouts
+(docs/format/properties.md §9)."""
 
 import os
 import sqlite3

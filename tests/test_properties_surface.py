@@ -1,4 +1,5 @@
-"""Surface fold: P14-P17 (properties.md §4), and the slot structure against a list model."""
+"""Surface fold: P14-P17 (docs/format/properties.md §4), and the slot structure against a list
+model."""
 
 import copy
 import itertools

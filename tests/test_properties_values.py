@@ -1,4 +1,4 @@
-"""Lossless JSON and snapshots: P8, P9, P10 (properties.md §3)."""
+"""Lossless JSON and snapshots: P8, P9, P10 (docs/format/properties.md §3)."""
 
 from typing import Any
 

@@ -41,7 +41,7 @@ def test_p8_a_top_level_double_with_sixteen_digits_parses() -> None:
 
 def test_p43b_a_non_object_record_with_sixteen_digits_is_a_torn_tail() -> None:
     # The same defect through the JSONL scanner: a record that is a bare number is an
-    # unparsable record (persistence.md §3.2), never a TypeError.
+    # unparsable record (docs/format/persistence.md §3.2), never a TypeError.
     data = (
         b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}\n'
         b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n'
@@ -53,7 +53,7 @@ def test_p43b_a_non_object_record_with_sixteen_digits_is_a_torn_tail() -> None:
 
 
 def test_p36_sqlite_round_trips_a_top_level_double_with_sixteen_digits(tmp_path: Path) -> None:
-    # The same defect through the SQLite `data` column (persistence.md §7.3).
+    # The same defect through the SQLite `data` column (docs/format/persistence.md §7.3).
     log = SessionLog.empty().append("todo/write", 1234567890123456.5, time=0)
     store = SqliteStore(tmp_path / "s.db")
     try:

@@ -1,5 +1,5 @@
-"""Crash-repair closers (folds.md §7): examples 1-12 of §7.5 field by field, the properties of
-§7.4 (P30-P35) on every crash prefix of generated logs, and malformed input."""
+"""Crash-repair closers (docs/format/folds.md §7): examples 1-12 of §7.5 field by field, the
+properties of §7.4 (P30-P35) on every crash prefix of generated logs, and malformed input."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ class Log:
 def result_closer(
     seq: int, time: int, turn: int, step: int, call_id: str, call_seq: int | None
 ) -> dict[str, Any]:
-    """The exact wire object of a synthetic result (folds.md §7.2)."""
+    """The exact wire object of a synthetic result (docs/format/folds.md §7.2)."""
     started = call_seq is not None
     out: dict[str, Any] = {
         "type": "tool/result",
@@ -158,7 +158,7 @@ def turn_end(seq: int, time: int, turn: int) -> dict[str, Any]:
     }
 
 
-# -- folds.md §7.5 ------------------------------------------------------------------------------
+# -- docs/format/folds.md §7.5 ---------------------------------------------------------------------
 
 
 def test_closers_example_1_open_turn_no_step() -> None:

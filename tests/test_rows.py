@@ -1,4 +1,5 @@
-"""The pure SQLite row codec (persistence.md §7.3-§7.5): varints, columns, rows, row scan."""
+"""The pure SQLite row codec (docs/format/persistence.md §7.3-§7.5): varints, columns, rows, row
+scan."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fork prefix selection and seed boundaries (folds.md §8, §9)."""
+"""Fork prefix selection and seed boundaries (docs/format/folds.md §8, §9)."""
 
 from __future__ import annotations
 

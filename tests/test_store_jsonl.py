@@ -1,4 +1,5 @@
-"""The JSONL file store (persistence.md §1, §2, §6.1, §6.2) and its path encoding (§2.2)."""
+"""The JSONL file store (docs/format/persistence.md §1, §2, §6.1, §6.2) and its path encoding
+(§2.2)."""
 
 from __future__ import annotations
 

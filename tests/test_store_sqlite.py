@@ -1,4 +1,5 @@
-"""The SQLite store (persistence.md §7, §6.3): identity, schema, codec columns, transactions."""
+"""The SQLite store (docs/format/persistence.md §7, §6.3): identity, schema, codec columns,
+transactions."""
 
 from __future__ import annotations
 
@@ -878,7 +879,7 @@ def test_a_damaged_database_is_corrupt_however_it_was_damaged(
 ) -> None:
     # Issue 9 item 13: a truncated database was ForeignStore ("unsupported") while a
     # page-corrupted one raised sqlite3.DatabaseError (reported "invalid"). Both are damage
-    # to stored data: CorruptLog, persistence.md's family for it.
+    # to stored data: CorruptLog, docs/format/persistence.md's family for it.
     path = damage(_wal_database(tmp_path / "db", _log(1, 6)))
     with pytest.raises(CorruptLog, match="damaged"), SqliteStore(path, read_only=read_only) as s:
         s.inspect(HEADER["id"])

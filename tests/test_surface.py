@@ -1,4 +1,4 @@
-"""The surface fold and derived history: folds.md §1.9 examples A-H and §2.4."""
+"""The surface fold and derived history: docs/format/folds.md §1.9 examples A-H and §2.4."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Hand-spelled wire records for the scan tests (persistence.md §3.3 notation), without newline."""
+"""Hand-spelled wire records for the scan tests (docs/format/persistence.md §3.3 notation), without
+newline."""
 
 from __future__ import annotations
 

@@ -2,7 +2,10 @@
 
     session-kernel inspect LOG [--session ID] [--json]
     session-kernel verify PATH... [--jobs N] [--exclude GLOB]... [--hidden] [--json]
+                          [--scheduler ADDRESS | --dask local] [--report FILE [--minimize]]
     session-kernel repair LOG [--session ID] [--dry-run] [--json]
+    session-kernel export LOG --format acp|openai|anthropic [--session ID] [--view VIEW]
+    session-kernel acp-serve STORE
 
 LOG is a `.jsonl`, `.jsonl.zstd` or SQLite file. Every decision comes from the
 pure kernel; this package only reads files, commits repairs through the store
@@ -53,6 +56,10 @@ def _run_verify(args: argparse.Namespace, now: int) -> int:
         now=now,
         exclude=args.exclude,
         hidden=args.hidden,
+        scheduler=args.scheduler,
+        dask_local=args.dask == "local",
+        report=args.report,
+        minimize=args.minimize,
     )
 
 
@@ -62,6 +69,21 @@ def _run_repair(args: argparse.Namespace, now: int) -> int:
     return run_repair(
         args.log, session=args.session, dry_run=args.dry_run, as_json=args.json, now=now
     )
+
+
+def _run_export(args: argparse.Namespace, now: int) -> int:
+    from kernel.cli.exporting import run_export
+
+    return run_export(args.log, fmt=args.format, session=args.session, view=args.view, now=now)
+
+
+def _run_acp_serve(args: argparse.Namespace, now: int) -> int:
+    try:
+        from kernel.cli.acp_serving import run_acp_serve
+    except ImportError as exc:
+        error_line(f"acp-serve needs the ACP SDK: pip install 'session-kernel[acp]' ({exc})")
+        return exits.USAGE
+    return run_acp_serve(args.store, version=_version())
 
 
 def _jobs(value: str) -> int:
@@ -141,6 +163,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="also search hidden files and directories (names starting with a dot)",
     )
     verify.add_argument("--json", action="store_true", help="print one JSON report")
+    cluster = verify.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the checks on a Dask cluster (tcp://HOST:PORT; needs session-kernel[dask])",
+    )
+    cluster.add_argument(
+        "--dask",
+        choices=("local",),
+        help="run the checks on a Dask LocalCluster of --jobs worker processes",
+    )
+    verify.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write one row per log to FILE (*.parquet or *.csv; needs pyarrow)",
+    )
+    verify.add_argument(
+        "--minimize",
+        action="store_true",
+        help="shrink each failing log to a minimal one, written beside --report",
+    )
     verify.set_defaults(run=_run_verify)
 
     repair = commands.add_parser(
@@ -161,6 +204,49 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--dry-run", action="store_true", help="print the plan and write nothing")
     repair.add_argument("--json", action="store_true", help="print one JSON document")
     repair.set_defaults(run=_run_repair)
+
+    export = commands.add_parser(
+        "export",
+        help="print one session as ACP notifications or a provider request body (JSON)",
+        description=_wrap(
+            "Print one stored session, balanced as a load would balance it (torn tail "
+            "dropped, closers appended in memory), as the ACP session/update notifications "
+            "that replay it, or as the OpenAI-compatible or Anthropic request body of its "
+            "next model request. Writes nothing."
+        ),
+        epilog=exits.EPILOG,
+        formatter_class=formatter,
+    )
+    export.add_argument("log", metavar="LOG", help=".jsonl, .jsonl.zstd or SQLite file")
+    export.add_argument(
+        "--format", required=True, choices=("acp", "openai", "anthropic"), help="the projection"
+    )
+    export.add_argument(
+        "--session", metavar="ID", help="the session (SQLite; needed if it holds several)"
+    )
+    export.add_argument(
+        "--view",
+        choices=("transcript", "surface"),
+        default="transcript",
+        help="acp: every message in log order (default), or the model-visible history only",
+    )
+    export.set_defaults(run=_run_export)
+
+    serve = commands.add_parser(
+        "acp-serve",
+        help="serve a store's sessions read-only to an ACP client over stdio",
+        description=_wrap(
+            "Run a read-only Agent Client Protocol agent on standard input and output: "
+            "initialize, session/list and session/load (the stored session replayed as "
+            "session/update notifications). Prompts and new sessions are refused with a "
+            "protocol error. STORE is a JSONL store directory, a SQLite database or one "
+            "JSONL log. Needs the acp extra."
+        ),
+        epilog=exits.EPILOG,
+        formatter_class=formatter,
+    )
+    serve.add_argument("store", metavar="STORE", help="JSONL store directory, SQLite file or log")
+    serve.set_defaults(run=_run_acp_serve)
     return parser
 
 

@@ -96,7 +96,7 @@ def turns(events: Sequence[Event]) -> list[Json]:
 
 
 def surface(events: Sequence[Event]) -> Json:
-    """The surface nodes and every replacement folded into them (folds.md §1)."""
+    """The surface nodes and every replacement folded into them (docs/format/folds.md §1)."""
     fold = fold_surface(events)
     return {
         "nodes": list(fold.nodes),
@@ -134,7 +134,7 @@ def message_preview(message: Any) -> list[Json]:
 
 
 def messages(events: Sequence[Event]) -> list[Json]:
-    """The derived history (folds.md §2.2), one preview per message, with the event's seq."""
+    """The derived history (docs/format/folds.md §2.2): a preview per message, with its seq."""
     out: list[Json] = []
     for seq in fold_surface(events).nodes:
         message = project_message(events[seq])
@@ -167,7 +167,7 @@ def request_header(header: Any) -> Json | None:
 
 
 def closers(events: Sequence[Event]) -> list[Json]:
-    """The closers crash repair appends (folds.md §7): type, seq, and for results the call."""
+    """The closers crash repair appends (docs/format/folds.md §7): type, seq, a result's call."""
     out: list[Json] = []
     for event in events:
         item: Json = {"type": event.type, "seq": event.seq}
@@ -187,7 +187,7 @@ def provider_pairing_problems(history: Sequence[Any]) -> list[str]:
     `tool-result` block before the next assistant message, and every result
     must answer a call that is waiting. Calls still open at the end of the
     history are not a problem here: the last turn may have ended with an error
-    before its results (folds.md §6.3 accepts that), and crash repair answers
+    before its results (docs/format/folds.md §6.3 accepts that), and crash repair answers
     the calls of an interrupted step.
     """
     problems: list[str] = []

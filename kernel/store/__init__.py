@@ -1,4 +1,4 @@
-"""Storage shells over the pure core: JSONL files and SQLite (persistence.md).
+"""Storage shells over the pure core: JSONL files and SQLite (docs/format/persistence.md).
 
 The only package besides `kernel.cli` that does I/O. Both stores offer the same
 operations (`create`, `append`, `inspect`, `load`, `read_from`, `list`) with the

@@ -33,7 +33,7 @@ class SessionExists(StoreError):
 
 
 class StoreLayoutError(StoreError):
-    """The JSONL root breaks the layout rules of persistence.md §2.2."""
+    """The JSONL root breaks the layout rules of docs/format/persistence.md §2.2."""
 
 
 class StaleRepair(StoreError):
@@ -45,4 +45,4 @@ class LiveSessionOpen(StoreError):
 
 
 class ForeignStore(UnsupportedFormat):
-    """A database this reader refuses to open (persistence.md §7.1 opening rules)."""
+    """A database this reader refuses to open (docs/format/persistence.md §7.1 opening rules)."""

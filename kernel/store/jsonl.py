@@ -1,4 +1,4 @@
-"""JSONL session files (persistence.md §2, §6.1, §6.2): one append-only file per session.
+"""JSONL session files (docs/format/persistence.md §2, §6.1, §6.2): one file per session.
 
 A thin shell over the pure core: the bytes to write come from `kernel.durable`
 and `kernel.frames`, and so does every decision (the durable prefix, the torn
@@ -181,7 +181,8 @@ def _commit_repair(fd: int, loaded: Loaded, *, zstd: bool, pack_chunks: bool) ->
 def _converged(
     data: bytes, zstd: bool, session_id: str | None, now: int, known: Collection[str]
 ) -> Loaded:
-    """Re-plan after a committed repair: nothing may be left to do (persistence.md §5)."""
+    """Re-plan after a committed repair: nothing may be left to do
+    (docs/format/persistence.md §5)."""
     again = _load_bytes(data, zstd=zstd, session_id=session_id, now=now, known_types=known)
     if again.torn or again.closers:
         raise CorruptLog(
@@ -266,7 +267,7 @@ def _stored_header(record: Any) -> SessionHeader:
 
 
 class JsonlStore:
-    """Sessions as JSONL files under `root` (persistence.md §2.2 layout).
+    """Sessions as JSONL files under `root` (docs/format/persistence.md §2.2 layout).
 
     `zstd` selects `session.jsonl.zstd` files (a root holds one encoding only);
     `pack_chunks=False` writes delta chunks unpacked (diagnostics);

@@ -1,4 +1,4 @@
-"""Where a JSONL session lives under a store root (persistence.md §2.2).
+"""Where a JSONL session lives under a store root (docs/format/persistence.md §2.2).
 
 Pure string functions: `project_key` (lossy, for humans) names the project
 directory, `encode_segment` (injective, so ids never escape the root or collide)

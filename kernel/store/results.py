@@ -15,7 +15,7 @@ __all__ = ("RepairReport", "StoredSession")
 
 @attrs.frozen
 class RepairReport:
-    """A crash repair (persistence.md §6): what was removed and what was appended.
+    """A crash repair (docs/format/persistence.md §6): what was removed and what was appended.
 
     `location` names the file (or `sqlite:<db>#<session id>`). When `torn`, the
     stored log ends in a torn tail: `torn_from_seq` is the first seq not kept

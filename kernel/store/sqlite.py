@@ -1,4 +1,4 @@
-"""Sessions in one SQLite database (persistence.md §7, §6.3): stdlib `sqlite3`, WAL, STRICT.
+"""Sessions in one SQLite database (docs/format/persistence.md §7, §6.3): `sqlite3`, WAL, STRICT.
 
 A thin shell: rows are encoded and decoded by the pure `kernel.rows`, the
 load pipeline and closers come from `kernel.durable`. This module only runs
@@ -122,7 +122,7 @@ def _damage_is_corruption(path: str) -> Iterator[None]:
     """SQLite's SQLITE_CORRUPT ("database disk image is malformed") as `CorruptLog`.
 
     A truncated file and a damaged page are both damage to stored data
-    (persistence.md's corruption family), wherever SQLite notices it: at
+    (docs/format/persistence.md's corruption family), wherever SQLite notices it: at
     opening, or on the page a query happens to read.
     """
     try:
@@ -278,7 +278,7 @@ class _Plan:
 
 
 class SqliteStore:
-    """Sessions in a SQLite database at `path` (persistence.md §7).
+    """Sessions in a SQLite database at `path` (docs/format/persistence.md §7).
 
     Opening a pristine (empty) database creates the schema; any other database
     must carry `application_id` 0x44534850 and `user_version` 17, else
