@@ -10,7 +10,8 @@ decide and name the error. Rules that relate two fields are in `cross_checks_pas
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal, Union
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Final, Literal, Union
 
 import msgspec
 from msgspec import UNSET, Meta, Raw, Struct, UnsetType
@@ -45,6 +46,9 @@ __all__ = (
     "decode_other",
     "OtherEnvelope",
     "cross_checks_pass",
+    "CROSS_CHECKS",
+    "ENVELOPE_TYPES",
+    "decode_ascii_line",
     "DECODE_ERRORS",
 )
 
@@ -292,28 +296,61 @@ class _ToolRowData(_Exact):
     name: str | UnsetType = UNSET
 
 
+_POSITION: Final = frozenset({"turn", "step"})
+
+
 class ChunkRow(Struct, kw_only=True, gc=False, forbid_unknown_fields=True, tag_field="type"):
-    """A stored `text-chunks` or `reasoning-chunks` row."""
+    """A stored `text-chunks` or `reasoning-chunks` row.
+
+    Once the load path has checked it, a row is the lazy source (`kernel.json.LazySource`)
+    of its member events' payloads: `build(k)` is the payload of member `k`
+    (docs/format/events.md §7.4).
+    """
 
     seq0: SeqInt
     time0: SafeInt
     data: _TextRowData
 
+    kind: ClassVar[str]
+    lossless: ClassVar[bool] = True  # read only once the load path checked the numbers
+
+    def build(self, member: int) -> dict[str, Any]:
+        data = self.data
+        chunk = {"type": self.kind, "index": data.index, "text": data.texts[member]}
+        return {"turn": data.turn, "step": data.step, "chunk": chunk}
+
+    def members(self, keys: frozenset[str]) -> dict[str, Any] | None:
+        data = self.data
+        return {"turn": data.turn, "step": data.step} if keys <= _POSITION else None
+
 
 class _TextRow(ChunkRow, tag="text-chunks"):
-    pass
+    kind = "text-delta"
 
 
 class _ReasoningRow(ChunkRow, tag="reasoning-chunks"):
-    pass
+    kind = "reasoning-delta"
 
 
 class ToolCallRow(Struct, kw_only=True, gc=False, forbid_unknown_fields=True, tag_field="type"):
-    """A stored `tool-call-chunks` row."""
+    """A stored `tool-call-chunks` row; like `ChunkRow`, the lazy source of its members'
+    payloads once checked."""
 
     seq0: SeqInt
     time0: SafeInt
     data: _ToolRowData
+
+    lossless: ClassVar[bool] = True  # read only once the load path checked the numbers
+
+    def build(self, member: int) -> dict[str, Any]:
+        data = self.data
+        chunk: dict[str, Any] = {"type": "tool-call-delta", "index": data.index, "id": data.id}
+        if data.name is not UNSET:
+            chunk["name"] = data.name
+        chunk["argumentsDelta"] = data.args[member]
+        return {"turn": data.turn, "step": data.step, "chunk": chunk}
+
+    members = ChunkRow.members
 
 
 class _ToolCallRow(ToolCallRow, tag="tool-call-chunks"):
@@ -321,6 +358,12 @@ class _ToolCallRow(ToolCallRow, tag="tool-call-chunks"):
 
 
 _DECODER: Final = msgspec.json.Decoder(Union[(_TextRow, _ReasoningRow, _ToolCallRow, *_ENVELOPES)])
+
+ENVELOPE_TYPES: Final[dict[type, str]] = {cls: str(cls.__struct_config__.tag) for cls in _ENVELOPES}
+"""The event type of each typed envelope class `decode_line` gives (chunk rows are not events)."""
+
+decode_ascii_line: Final[Callable[[bytes], Any]] = _DECODER.decode
+"""`decode_line` for a line known to be ASCII (nothing to check of its UTF-8)."""
 
 
 def decode_line(line: bytes) -> Envelope | ChunkRow | ToolCallRow:
@@ -386,11 +429,17 @@ def _header_consistent(data: _HeaderData) -> bool:
     return data.startsSeries is UNSET or data.reason == "change"
 
 
+_BARE_KINDS: Final = ("completed", "blocked", "max-tokens", "interrupted")  # R12: `kind` alone
+_BARE_REASON_TEXTS: Final = frozenset(b'{"kind":"%s"}' % kind.encode() for kind in _BARE_KINDS)
+
+
 def _reason_valid(data: _TurnEndData) -> bool:
-    return turn_end_reason_ok(parse_json(bytes(data.reason)))
+    text = bytes(data.reason)
+    # The common reasons, spelled as the writer spells them, are valid without parsing.
+    return text in _BARE_REASON_TEXTS or turn_end_reason_ok(parse_json(text))
 
 
-_CROSS_CHECKS: Final[dict[str, Any]] = {
+CROSS_CHECKS: Final[dict[str, Callable[[Any], bool]]] = {
     TOOL_RESULT: _result_ids_match,
     ASSISTANT_MESSAGE: _usage_complete,
     REQUEST_HEADER: _header_consistent,
@@ -402,5 +451,5 @@ def cross_checks_pass(event_type: str, envelope: Envelope) -> bool:
     """The rules of one event that relate two of its fields, which the schema cannot state:
     R10h (result ids), R11c (markers need their config value), R11f (`startsSeries` only
     with `change`), the R12 usage keys and the per-kind `turn/end` reasons."""
-    check = _CROSS_CHECKS.get(event_type)
-    return check is None or bool(check(getattr(envelope, "data")))  # noqa: B009
+    check = CROSS_CHECKS.get(event_type)
+    return check is None or check(getattr(envelope, "data"))  # noqa: B009

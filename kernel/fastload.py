@@ -15,9 +15,9 @@ decides and names the error. A torn tail is handled here, since it is no error.
 from __future__ import annotations
 
 from collections.abc import Collection
-from itertools import accumulate
+from itertools import accumulate, compress, count
 from operator import attrgetter
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -25,12 +25,13 @@ from msgspec import UNSET, UnsetType
 from kernel.admission import admit_wire_event
 from kernel.codec import event_to_wire, header_from_json, interned_order, parse_source_seqs
 from kernel.envelopes import (
+    CROSS_CHECKS,
     DECODE_ERRORS,
+    ENVELOPE_TYPES,
     ChunkRow,
-    Envelope,
     OtherEnvelope,
     ToolCallRow,
-    cross_checks_pass,
+    decode_ascii_line,
     decode_line,
     decode_other,
 )
@@ -38,6 +39,7 @@ from kernel.errors import KernelError
 from kernel.events import (
     APPEND,
     ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
     SURFACE_TYPES,
     Event,
     Replace,
@@ -45,18 +47,15 @@ from kernel.events import (
 )
 from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
 from kernel.jsontext import parse_json
+from kernel.log import _admitted_as_it_is
 from kernel.records import close_scan, read_record, row_gap, seq_gap
 from kernel.repair import interrupted_turn_closers
-from kernel.surface import PRESENT_NULL, surface_state_of
+from kernel.surface import PRESENT_NULL, surface_state_over
 
-__all__ = ("TypedScan", "scan_events", "plan_events")
+__all__ = ("TypedScan", "scan_events", "plan_events", "plan_decoded_events")
 
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
 _KEYS_DECODER: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_TEXT_KIND: Final[dict[type, str]] = {
-    row: "text-delta" if row.__struct_config__.tag == "text-chunks" else "reasoning-delta"
-    for row in ChunkRow.__subclasses__()
-}
 _OPEN_OBJECT, _OPEN_ARRAY = ord("{"), ord("[")
 _LONG_LITERAL: Final = b"0" * 300
 
@@ -106,8 +105,8 @@ class _PeekedLine(msgspec.Struct, gc=False):
 
 _PEEK_DECODER: Final = msgspec.json.Decoder(_PeekedLine)
 _TYPE: Final = attrgetter("type")
+_ON_SURFACE: Final = SURFACE_TYPES.__contains__
 _PEEKABLE: Final = frozenset({"turn", "step", "callId"})
-_POSITION: Final = frozenset({"turn", "step"})
 
 
 def _peek_line(line: bytes, keys: frozenset[str]) -> dict[str, Any] | None:
@@ -138,20 +137,18 @@ class _StoredLine(msgspec.Struct, gc=False):
 
     The source of the event's lazy `data` and its `wire_order`: `build` parses the
     line as the exact pipeline does and keeps the member order; `lossless` looks at
-    the line's numbers only when asked (seeding asks).
+    the line's numbers only when asked (seeding asks; the view caches a yes, see
+    `kernel.json.known_lossless`).
     """
 
     line: bytes
     order: tuple[str, ...] | None = None
-    clean: bool | None = None  # whether no number in the line can be lossy, once looked at
 
     @property
     def lossless(self) -> bool:
-        if self.clean is None:
-            self.clean = _no_lossy_number(self.line)
-        return self.clean
+        return _no_lossy_number(self.line)
 
-    def build(self) -> Any:
+    def build(self, member: int) -> Any:
         value = parse_json(self.line)
         if self.order is None:
             self.order = interned_order(value)
@@ -164,51 +161,6 @@ class _StoredLine(msgspec.Struct, gc=False):
         if self.order is None:
             self.order = interned_order(_KEYS_DECODER.decode(self.line))
         return self.order
-
-
-class _TextMember(msgspec.Struct, gc=False):
-    """Member `k` of a text or reasoning chunk row, built on first read
-    (docs/format/events.md §7.4)."""
-
-    row: ChunkRow
-    k: int
-    lossless: ClassVar[bool] = True  # its numbers were checked to be safe integers
-
-    def build(self) -> dict[str, Any]:
-        data = self.row.data
-        chunk = {"type": _TEXT_KIND[type(self.row)], "index": data.index}
-        chunk["text"] = data.texts[self.k]
-        return {"turn": data.turn, "step": data.step, "chunk": chunk}
-
-    def members(self, keys: frozenset[str]) -> dict[str, Any] | None:
-        data = self.row.data
-        return {"turn": data.turn, "step": data.step} if keys <= _POSITION else None
-
-
-class _ToolMember(msgspec.Struct, gc=False):
-    """Member `k` of a tool-call chunk row, built on first read (docs/format/events.md §7.4)."""
-
-    row: ToolCallRow
-    k: int
-    lossless: ClassVar[bool] = True  # its numbers were checked to be safe integers
-
-    def build(self) -> dict[str, Any]:
-        data = self.row.data
-        chunk: dict[str, Any] = {"type": "tool-call-delta", "index": data.index, "id": data.id}
-        if data.name is not msgspec.UNSET:
-            chunk["name"] = data.name
-        chunk["argumentsDelta"] = data.args[self.k]
-        return {"turn": data.turn, "step": data.step, "chunk": chunk}
-
-    def members(self, keys: frozenset[str]) -> dict[str, Any] | None:
-        data = self.row.data
-        return {"turn": data.turn, "step": data.step} if keys <= _POSITION else None
-
-
-def _tag(wire: Any) -> str:
-    """The `type` a typed decode matched (the tag of its struct class)."""
-    tag: str = type(wire).__struct_config__.tag
-    return tag
 
 
 def _safe_positive(value: Any) -> bool:
@@ -236,15 +188,16 @@ def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
     times = list(accumulate(dt, initial=row.time0))
     if n > 1 and not (min(times) >= -MAX_SAFE_INTEGER and max(times) <= MAX_SAFE_INTEGER):
         return None
-    member: Any = _ToolMember if isinstance(row, ToolCallRow) else _TextMember
+    del data.dt  # the row stays as its members' payload source; the times are in the events
     order = _MEMBER_ORDER
-    # Member payloads are built on first read; the values checked above are lossless.
+    # Member payloads are built from the row on first read (`lazy_view(FrozenObject, row,
+    # True, ASSISTANT_CHUNK, k)` without the call); the values checked above are lossless.
     return [
         Event(
             ASSISTANT_CHUNK,
             seq0 + k,
             times[k],
-            FrozenObject(member(row, k), True, None, None, ASSISTANT_CHUNK),  # a lazy view
+            FrozenObject(row, True, None, None, ASSISTANT_CHUNK, k),
             None,
             None,
             False,
@@ -257,29 +210,18 @@ def _row_members(row: ChunkRow | ToolCallRow) -> list[Event] | None:
 # -- one event line ---------------------------------------------------------------------------
 
 
-def _line_event(line: bytes, event_type: str, wire: Envelope) -> Event:
-    """The event of a line whose typed decode succeeded (payload and member order unread)."""
-    stored = _StoredLine(line)
-    data: Any
-    payload = wire.data  # type: ignore[attr-defined]
+def _payload_view(stored: _StoredLine, event_type: str, payload: Any) -> Any:
+    """The lazy `data` of a line whose payload is opaque (`Raw`) or an assistant message."""
     if type(payload) is msgspec.Raw:  # a type whose payload no rule constrains
         first = memoryview(payload)[0]
         if first == _OPEN_OBJECT:
-            data = lazy_view(FrozenObject, stored, False, event_type)
-        elif first == _OPEN_ARRAY:
-            data = lazy_view(FrozenArray, stored, False, event_type)
-        else:
-            data = view(stored.build())
-    else:  # `lazy_view(FrozenObject, stored, False, event_type)`, without the call
-        data = FrozenObject(stored, False, None, None, event_type)
-    ignorable = wire.ignorable is True
-    if event_type in SURFACE_TYPES:
-        op_wire = wire.surfaceOp  # type: ignore[attr-defined]
-        op = APPEND if op_wire == "append" else Replace(op_wire.start, op_wire.end)
-        cited = wire.sourceEventSeqs  # type: ignore[attr-defined]
-        sources = None if cited is msgspec.UNSET else tuple(cited)
-        return Event(event_type, wire.seq, wire.time, data, op, sources, ignorable, stored)
-    return Event(event_type, wire.seq, wire.time, data, None, None, ignorable, stored)
+            return lazy_view(FrozenObject, stored, False, event_type)
+        if first == _OPEN_ARRAY:
+            return lazy_view(FrozenArray, stored, False, event_type)
+        return view(stored.build(0))
+    # A checked assistant message is one that projects to its message (`checked_as`):
+    # an empty one is left unmarked.
+    return lazy_view(FrozenObject, stored, False, event_type if payload.message.content else None)
 
 
 # -- the scan -----------------------------------------------------------------------------------
@@ -324,7 +266,8 @@ def scan_events(
     pos = start
     line_no = first_line - 1
     kept_lines = 0
-    tags: dict[type, str] = {}  # struct class -> its tag, looked up once per class
+    type_of = ENVELOPE_TYPES.get
+    cross_check = CROSS_CHECKS.get
     while True:
         nl = find(b"\n", pos)
         if nl == -1:
@@ -334,42 +277,60 @@ def scan_events(
         pos = end
         line_no += 1
         try:
-            wire: Any = decode_line(line)
+            wire: Any = decode_ascii_line(line) if line.isascii() else decode_line(line)
         except DECODE_ERRORS:
             wire = decode_other(line)
-        if wire is None:  # as the exact scan reads it
-            wires, issue = read_record(line, expected, label, line_no)
-            if issue is not None:
-                break
-            admitted = _admitted_one_by_one(wires, expected)
-            if admitted is None:
-                return None
-            events.extend(admitted)
-            expected += len(admitted)
-        elif isinstance(wire, (ChunkRow, ToolCallRow)):
-            members = _row_members(wire)
-            if members is None:
-                return None
-            if wire.seq0 != expected:
-                issue = row_gap(label, line_no, wire.seq0, expected)
-                break
-            events.extend(members)
-            expected += len(members)
+        event_type = type_of(type(wire))
+        if event_type is None:
+            if wire is None:  # as the exact scan reads it
+                wires, issue = read_record(line, expected, label, line_no)
+                if issue is not None:
+                    break
+                admitted = _admitted_one_by_one(wires, expected)
+                if admitted is None:
+                    return None
+                events.extend(admitted)
+                expected += len(admitted)
+                committed = end
+                kept_lines += 1
+                continue
+            if type(wire) is not OtherEnvelope:  # a chunk row
+                members = _row_members(wire)
+                if members is None:
+                    return None
+                if wire.seq0 != expected:
+                    issue = row_gap(label, line_no, wire.seq0, expected)
+                    break
+                events.extend(members)
+                expected += len(members)
+                committed = end
+                kept_lines += 1
+                continue
+            event_type = wire.type
+        # One event line: its payload and member order stay unread (`_StoredLine`).
+        if wire.seq != expected:
+            issue = seq_gap(label, line_no, wire.seq, expected, event_type)
+            break
+        payload = wire.data
+        check = cross_check(event_type)  # `cross_checks_pass`, without a call per line
+        if check is not None and not check(payload):
+            return None
+        stored = _StoredLine(line)
+        if type(payload) is msgspec.Raw or event_type == ASSISTANT_MESSAGE:
+            data = _payload_view(stored, event_type, payload)
+        else:  # `lazy_view(FrozenObject, stored, False, event_type)`, without the call
+            data = FrozenObject(stored, False, None, None, event_type)
+        ignorable = wire.ignorable is True
+        if event_type in SURFACE_TYPES:
+            op_wire = wire.surfaceOp
+            op = APPEND if op_wire == "append" else Replace(op_wire.start, op_wire.end)
+            cited = wire.sourceEventSeqs
+            sources = None if cited is UNSET else tuple(cited)
+            event = Event(event_type, wire.seq, wire.time, data, op, sources, ignorable, stored)
         else:
-            cls = type(wire)
-            if cls is OtherEnvelope:
-                event_type = wire.type
-            else:
-                event_type = tags.get(cls)
-                if event_type is None:
-                    event_type = tags[cls] = _tag(wire)
-            if wire.seq != expected:
-                issue = seq_gap(label, line_no, wire.seq, expected, event_type)
-                break
-            if not cross_checks_pass(event_type, wire):
-                return None
-            events.append(_line_event(line, event_type, wire))
-            expected += 1
+            event = Event(event_type, wire.seq, wire.time, data, None, None, ignorable, stored)
+        events.append(event)
+        expected += 1
         committed = end
         kept_lines += 1
     return close_scan(buf, pos, line_no, committed, kept_lines, issue, first_line, label)
@@ -401,9 +362,37 @@ def plan_events(
         admitted = header_from_json(view(dict(header)), session_id=session_id)
         for index, closer in enumerate(closers, len(events)):
             admit_wire_event(event_to_wire(closer), index, lossless_check=False, where="closer")
-        everything = events + list(closers)
-        surface_state_of(everything)  # R7-R9: the surface plan of every event
+        # R7-R9, the surface plan. Every event was admitted on its own (R5 included), so
+        # only the surface-eligible ones can touch the surface. The closers are put on the
+        # scan's list for the plan only: a copy of every event would be young while the plan
+        # allocates, and each collection of the young generation would walk all of it.
+        size = len(events)
+        events += closers
+        try:
+            surface_state_over(events, compress(count(), map(_ON_SURFACE, map(_TYPE, events))))
+        finally:
+            del events[size:]
     except KernelError:
         return None
-    result = tuple(everything)
+    result = (*events, *closers)
     return admitted, result, closers
+
+
+def plan_decoded_events(
+    header: dict[str, Any],
+    events: list[Event],
+    *,
+    session_id: str | None,
+    known_types: Collection[str],
+) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
+    """`plan_events` for events decoded from storage but not admitted one by one (the rows
+    of a SQLite store): each must pass the per-event rules as it is, or the answer is None.
+
+    The rules are the ones `SessionLog` applies to an `Event` it is given
+    (R1-R6, R10-R12); the wire dicts the exact pipeline would build are never made.
+    """
+    vetted: set[str] = set()
+    for index, event in enumerate(events):
+        if not _admitted_as_it_is(event, index, False, vetted):
+            return None
+    return plan_events(header, events, session_id=session_id, known_types=known_types)

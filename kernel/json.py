@@ -10,11 +10,10 @@ See docs/rfc/implemented/architecture/2026-11-29-event-model.md.
 
 from __future__ import annotations
 
-import abc
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol, Union, overload
+from typing import TYPE_CHECKING, Any, Protocol, Union, overload
 
 import msgspec
 
@@ -81,11 +80,35 @@ def _view(value: Any, lossless: bool) -> Any:
     return value
 
 
-class _ViewMeta(msgspec.StructMeta, abc.ABCMeta):
-    """The metaclass of a msgspec struct that also lists a collections ABC among its bases."""
+if TYPE_CHECKING:
+    _MappingMethods = Mapping[str, Any]
+    _SequenceMethods = Sequence[Any]
+else:
+
+    class _MappingMethods:
+        """The mixin methods of `Mapping` (the views are registered as one, not derived).
+
+        Deriving from the ABC would give the struct class the ABC's Python-level
+        metaclass, and every construction would take CPython's slow call path:
+        about 0.07 µs more per view, a tenth of the cost of loading an event.
+        """
+
+        __slots__ = ()
+        keys = Mapping.keys
+        items = Mapping.items
+        values = Mapping.values
+
+    class _SequenceMethods:
+        """The mixin methods of `Sequence` (see `_MappingMethods`)."""
+
+        __slots__ = ()
+        index = Sequence.index
+        count = Sequence.count
+        __contains__ = Sequence.__contains__
+        __reversed__ = Sequence.__reversed__
 
 
-class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
+class _FrozenView(msgspec.Struct, gc=False, eq=False):
     """What both views share: the owned container, memoised child views, a cached hash.
 
     A msgspec struct the cyclic collector does not track (a view never refers back
@@ -94,7 +117,9 @@ class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
     (`lazy_view`) a `LazySource` that builds it on the first read of `_raw`.
     `_lossless` is None only during the public constructor, which admits its value.
     `_checked_as` names the event type whose payload rules the value was found to
-    satisfy when it was loaded (`checked_as`).
+    satisfy when it was loaded (`checked_as`). `_member` is the number of the value
+    among those its lazy source holds (a chunk row holds one per member event), so
+    one source serves many views without an object per view.
     """
 
     _value: Any = None
@@ -102,6 +127,7 @@ class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
     _kids: Any = None
     _hash: int | None = None
     _checked_as: str | None = None
+    _member: int = 0
 
     def __post_init__(self) -> None:
         if self._lossless is None:
@@ -115,7 +141,7 @@ class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
         """The owned container (built now if the view is lazy). Never hand it out."""
         value = self._value
         if type(value) is not dict and type(value) is not list:
-            value = self._value = value.build()
+            value = self._value = value.build(self._member)
         return value
 
     @classmethod
@@ -141,7 +167,7 @@ class _FrozenView(msgspec.Struct, metaclass=_ViewMeta, gc=False, eq=False):
         return (_rebuild, (self._raw, self._lossless))
 
 
-class FrozenObject(_FrozenView, Mapping[str, Any]):
+class FrozenObject(_FrozenView, _MappingMethods):
     """A read-only JSON object; iteration keeps the member order it was built with.
 
     `FrozenObject(value)` admits a mapping (a caller's copy is taken).
@@ -194,7 +220,7 @@ class FrozenObject(_FrozenView, Mapping[str, Any]):
         return NotImplemented
 
 
-class FrozenArray(_FrozenView, Sequence[Any]):
+class FrozenArray(_FrozenView, _SequenceMethods):
     """A read-only JSON array. `FrozenArray(value)` admits a sequence (a copy is taken)."""
 
     __hash__ = _FrozenView.__hash__  # defining __eq__ would otherwise unset it
@@ -272,6 +298,9 @@ def _same_raw(a: Any, b: Any) -> bool:
             return False
     return True
 
+
+Mapping.register(FrozenObject)
+Sequence.register(FrozenArray)
 
 _SPLIT_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
@@ -381,14 +410,15 @@ def _hash_key(value: Any) -> int:
 
 
 class LazySource(Protocol):
-    """What a lazy view is built from: `build()` returns the container, once; `lossless`
-    is true when `build` found (or the source knows) the value to be lossless JSON."""
+    """What a lazy view is built from: `build(member)` returns the container of value
+    number `member` (0 for a source of one value); `lossless` is true when `build`
+    found (or the source knows) the values to be lossless JSON."""
 
     @property
     def lossless(self) -> bool:
         """True when the value `build` makes (or made) is known to be lossless JSON."""
 
-    def build(self) -> Any:
+    def build(self, member: int) -> Any:
         """A plain `dict` or `list` the kernel owns; must not fail (checked beforehand)."""
 
     # A source may also offer `members(keys) -> Mapping | None`: the top-level members
@@ -400,8 +430,9 @@ def lazy_view(
     source: LazySource,
     lossless: bool,
     checked_as: str | None = None,
+    member: int = 0,
 ) -> Any:
-    """A frozen object or array whose container `source.build()` makes on first read.
+    """A frozen object or array whose container `source.build(member)` makes on first read.
 
     `build` must return a `dict` (for `FrozenObject`) or a `list` that the kernel
     owns, and must not fail: the caller has checked the source already. Reading
@@ -410,14 +441,16 @@ def lazy_view(
     `checked_as` the event type whose payload rules it is known to satisfy. A
     source that is a `msgspec.Struct(gc=False)` keeps the collector's work flat.
     """
-    return kind(source, lossless, None, None, checked_as)
+    return kind(source, lossless, None, None, checked_as, member)
 
 
 def checked_as(value: Any) -> str | None:
     """The event type whose payload rules (R3, R10-R12) the kernel found `value` to satisfy.
 
     Set on the payloads the typed load path checked; None for every other value.
-    A fact about an immutable value, so admission may rely on it.
+    A fact about an immutable value, so admission may rely on it. An
+    `assistant/message` payload is marked only when its content is not empty, so
+    a marked one projects to its message (docs/format/folds.md §2) unread.
     """
     t = type(value)
     if t is not FrozenObject and t is not FrozenArray:
@@ -487,14 +520,15 @@ class _MemberSource(msgspec.Struct, gc=False):
 
     parent: Any
     key: str
+    parent_member: int
 
     @property
     def lossless(self) -> bool:
         result: bool = self.parent.lossless
         return result
 
-    def build(self) -> Any:
-        return self.parent.build()[self.key]
+    def build(self, member: int) -> Any:
+        return self.parent.build(self.parent_member)[self.key]
 
 
 def object_member(value: FrozenObject, key: str) -> Any:
@@ -513,7 +547,7 @@ def object_member(value: FrozenObject, key: str) -> Any:
     kid = kids.get(key)
     if kid is None:
         kid = kids[key] = FrozenObject(
-            _MemberSource(source, key), value._lossless, None, None, None
+            _MemberSource(source, key, value._member), value._lossless, None, None, None
         )
     return kid
 

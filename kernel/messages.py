@@ -45,10 +45,10 @@ def _project(event: Event) -> Any:
     data = event.data
     if type(data) is FrozenObject and data._checked_as == event_type:
         # The typed load path checked the shape (R10): the message can be handed on
-        # unread. (An assistant message is read: an empty one projects to nothing.)
+        # unread. (It marks an assistant message only when its content is not empty.)
         if event_type == USER_MESSAGE:
             return data
-        if event_type == TOOL_RESULT:
+        if event_type in (TOOL_RESULT, ASSISTANT_MESSAGE):
             return object_member(data, "message")
     if event_type == USER_MESSAGE:
         if type(raw(event.data)) is not dict:

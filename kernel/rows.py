@@ -389,7 +389,8 @@ def _decode_scalar(row: Row, where: str) -> Event:
 
 def decode_row(row: Row) -> tuple[Event, ...]:
     """The events one physical row holds; raises a KernelError on any malformed row."""
-    where = f"row at seq {summary(row.seq)}"
+    seq = row.seq
+    where = f"row at seq {seq if type(seq) is int else summary(seq)}"
     if type(row.type) is not str:
         raise CorruptLog(f"{where}: type column holds {summary(row.type)}, not TEXT")
     if row.ignorable is not None and (

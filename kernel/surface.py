@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
+from itertools import count, repeat
+from operator import lt, sub
 from typing import Any, Final
 
 import attrs
@@ -41,6 +43,7 @@ __all__ = (
     "is_append_surface_event",
     "is_replacement_surface_event",
     "surface_state_of",
+    "surface_state_over",
     "PRESENT_NULL",
 )
 
@@ -305,13 +308,10 @@ class SurfaceState:
         if not seqs:
             return self
         slot_of = self.slot_of
-        first_slot = len(self.slots)
-        indexed: list[int] = []
-        expected = len(slot_of)
-        for offset, seq in enumerate(seqs):
-            indexed.extend([-1] * (seq - expected))  # seqs that never took a slot read -1
-            indexed.append(first_slot + offset)
-            expected = seq + 1
+        known = len(slot_of)
+        indexed = [-1] * (seqs[-1] + 1 - known)  # seqs that never took a slot read -1
+        # indexed[seq - known] = len(self.slots) + offset, for each seq, looped in C
+        any(map(indexed.__setitem__, map(sub, seqs, repeat(known)), count(len(self.slots))))
         nodes = self._nodes
         return SurfaceState(
             self.slots.extend(seqs),
@@ -372,31 +372,72 @@ def surface_state_of(window: Sequence[Event], base: int = 0) -> SurfaceState:
     """
     if type(base) is not int or not 0 <= base <= MAX_SAFE_INTEGER:
         raise KernelError(f"base must be a non-negative safe integer, got {summary(base)}")
+    candidates: list[int] = []  # positions of the events the surface rules read
+    try:
+        for index, event in enumerate(window):
+            if event.seq != base + index:
+                raise SeqMismatch(
+                    f"event at index {index}: seq {summary(event.seq)} is not contiguous; "
+                    f"expected {base + index} (R4)",
+                    index=index,
+                    seq=event.seq if type(event.seq) is int else None,
+                )
+            if (
+                event.surface_op is not None
+                or event.source_event_seqs is not None
+                or event.type in SURFACE_TYPES
+            ):
+                candidates.append(index)
+    except Exception:
+        # Rules are checked in log order: an earlier event's surface error comes first.
+        surface_state_over(window, candidates, base)
+        raise
+    return surface_state_over(window, candidates, base)
+
+
+def surface_state_over(
+    window: Sequence[Event], positions: Iterable[int], base: int = 0
+) -> SurfaceState:
+    """The `SurfaceState` after the events at `positions` (increasing) of a window whose
+    event at position i has seq `base + i`.
+
+    The caller vouches for the seqs, and that every other event is invisible to the
+    surface (not surface-eligible, no `surfaceOp`, no `sourceEventSeqs`): a load that
+    has checked each event's shape steps the few surface events, not the whole log.
+    """
     state = SurfaceState()
     appended: list[int] = []  # appends not yet applied to `state`, in log order
 
     def lookup(seq: int) -> Event:
         return window[seq - base]
 
-    for index, event in enumerate(window):
-        if event.seq != base + index:
-            raise SeqMismatch(
-                f"event at index {index}: seq {summary(event.seq)} is not contiguous; "
-                f"expected {base + index} (R4)",
-                index=index,
-                seq=event.seq if type(event.seq) is int else None,
-            )
-        op = event.surface_op
-        if op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
-            continue  # invisible to the surface (R5 has nothing to check)
-        if type(op) is Append:
+    for event in map(window.__getitem__, positions):
+        if type(event.surface_op) is Append:
             # An append's rules (R5, R7a-e) do not read the state: check them now, and
             # apply a whole run of appends in one step.
-            where = f"event seq {event.seq}"
-            check_surface_marker(event.type, True, event.source_event_seqs is not None, where)
-            _citations(event.type, event.seq, event.source_event_seqs, (), where)
+            _check_append(event)
             appended.append(event.seq)
             continue
         state = state.extended(appended).step(event, lookup)
         appended.clear()
     return state.extended(appended)
+
+
+def _check_append(event: Event) -> None:
+    """R5 and R7a-e of an append (none of them reads the surface state)."""
+    sources = event.source_event_seqs
+    if event.type in SURFACE_TYPES and (
+        sources is None
+        or (
+            type(sources) is tuple
+            and sources
+            and sources[-1] < event.seq
+            and (len(sources) == 1 or all(map(lt, sources, sources[1:])))
+        )
+    ):
+        # The common appends: an eligible type citing nothing, or earlier seqs in
+        # increasing order (so none twice): R5 and R7a-e hold.
+        return
+    where = f"event seq {event.seq}"
+    check_surface_marker(event.type, True, event.source_event_seqs is not None, where)
+    _citations(event.type, event.seq, event.source_event_seqs, (), where)

@@ -361,3 +361,102 @@ def test_a_loaded_tool_result_projects_its_message_unread_and_the_same_view_afte
     assert [thaw(m) for m in derive_messages(loaded.events)] == [
         thaw(m) for m in derive_messages(log.events)
     ]
+
+
+def _assistant(seq: int, step: int, content: list[Any]) -> dict[str, Any]:
+    return {
+        "type": "assistant/message",
+        "seq": seq,
+        "time": 2,
+        "surfaceOp": "append",
+        "data": {
+            "turn": 1,
+            "step": step,
+            "message": {
+                "id": f"a{seq}",
+                "role": "assistant",
+                "content": content,
+                "source": {"kind": "model", "provider": "p", "model": "m"},
+            },
+        },
+    }
+
+
+def test_loaded_assistant_messages_project_unread_and_an_empty_one_to_nothing() -> None:
+    from kernel.json import checked_as
+    from kernel.log import SessionLog
+    from kernel.messages import derive_messages
+
+    text = [{"type": "text", "text": "hi"}]
+    events = [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"type": "step/start", "seq": 1, "time": 1, "data": {"turn": 1, "step": 1}},
+        _assistant(2, 1, []),
+        {"type": "step/end", "seq": 3, "time": 3, "data": {"turn": 1, "step": 1}},
+        {"type": "step/start", "seq": 4, "time": 3, "data": {"turn": 1, "step": 2}},
+        _assistant(5, 2, text),
+        {"type": "step/end", "seq": 6, "time": 3, "data": {"turn": 1, "step": 2}},
+        {
+            "type": "turn/end",
+            "seq": 7,
+            "time": 3,
+            "data": {"turn": 1, "reason": {"kind": "completed"}},
+        },
+    ]
+    log = SessionLog.seed(events, now=3)
+    loaded = load_jsonl(write_jsonl(HEADER, log.events), now=0)
+    empty, full = loaded.events[2], loaded.events[5]
+    # Only the message with content is marked as checked; the empty one is left to the rules.
+    assert checked_as(empty.data) is None and checked_as(full.data) == "assistant/message"
+    messages = derive_messages(loaded.events)
+    assert [thaw(m) for m in messages] == [events[5]["data"]["message"]]  # type: ignore[index]
+    assert type(full.data._value) is not dict  # handed on unread
+    assert messages[0] is full.data["message"]
+    assert [thaw(m) for m in messages] == [thaw(m) for m in derive_messages(log.events)]
+    assert SessionLog.seed(loaded.events, now=4).events[:8] == log.events[:8]
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        {"kind": "completed"},
+        {"kind": "blocked"},
+        {"kind": "max-tokens"},
+        {"kind": "interrupted"},
+        {"kind": "completed", "extra": 1},
+        {"kind": "aborted"},
+        {"kind": "error", "error": {"message": "m", "code": "c"}},
+        {"kind": ""},
+        {"kind": "vendor/thing", "x": [1]},
+    ],
+)
+def test_turn_end_reasons_read_off_their_bytes_agree_with_the_rule(reason: Any) -> None:
+    from kernel.admission import turn_end_reason_ok
+    from kernel.envelopes import CROSS_CHECKS, decode_line
+
+    line = json.dumps(
+        {"type": "turn/end", "seq": 3, "time": 1, "data": {"turn": 1, "reason": reason}},
+        separators=(",", ":"),
+    ).encode()
+    assert CROSS_CHECKS["turn/end"](decode_line(line).data) is turn_end_reason_ok(reason)  # type: ignore[union-attr]
+
+
+def test_the_plan_leaves_the_scanned_list_as_it_was() -> None:
+    """The closers join the scan's list for the surface plan only (a torn frame's recovered
+    events are read off that list after planning)."""
+    from kernel.log import SessionLog
+
+    events = [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"type": "step/start", "seq": 1, "time": 1, "data": {"turn": 1, "step": 1}},
+    ]
+    log = SessionLog.seed(events, now=2)
+    data = write_jsonl(HEADER, log.events)
+    header = json.loads(data.split(b"\n", 1)[0])
+    scanned = list(load_jsonl(data, now=0).events[: len(log.events)])
+    before = list(scanned)
+    planned = plan_events(header, scanned, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
+    assert planned is not None
+    _, everything, closers = planned
+    assert closers and everything == (*before, *closers)
+    assert scanned == before

@@ -31,6 +31,7 @@ from kernel.errors import (
     SessionHeaderError,
 )
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
+from kernel.fastload import plan_decoded_events
 from kernel.json import raw, safe_int
 from kernel.rows import (
     MAX_ROW_DATA_BYTES,
@@ -507,16 +508,21 @@ class SqliteStore:
         """§5 over the decoded rows: version first, then the row scan, then `plan_load`."""
         record = _header_record(session)
         scan = scan_rows(rows)
-        raw_scan = RawScan(
-            header=record,
-            records=[_wire(e) for e in scan.events],
-            committed_bytes=0,
-            total_bytes=0,
-        )
         with paused_collector():
-            header, events, closers = plan_load(
-                raw_scan, session_id=session[0], known_types=self.known_types
+            # The decoded events as they are, when each passes the per-event rules; else
+            # the exact pipeline over their wire form, which names the error.
+            planned = plan_decoded_events(
+                record, list(scan.events), session_id=session[0], known_types=self.known_types
             )
+            if planned is None:
+                raw_scan = RawScan(
+                    header=record,
+                    records=[_wire(e) for e in scan.events],
+                    committed_bytes=0,
+                    total_bytes=0,
+                )
+                planned = plan_load(raw_scan, session_id=session[0], known_types=self.known_types)
+        header, events, closers = planned
         return _Plan(header, events, closers, scan, session[10])
 
     def _report(self, session_id: str, plan: _Plan, *, committed: bool) -> RepairReport:
