@@ -97,6 +97,7 @@ else:
         keys = Mapping.keys
         items = Mapping.items
         values = Mapping.values
+        __reversed__ = None  # as `Mapping`: not reversible
 
     class _SequenceMethods:
         """The mixin methods of `Sequence` (see `_MappingMethods`)."""

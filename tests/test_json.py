@@ -249,3 +249,23 @@ def test_bytes_writer_spells_every_value_as_the_exact_encoder(value: Any) -> Non
         expected = _escape_lone_surrogates(text).encode("utf-8")
     assert encode_json_bytes(value) == expected
     assert encode_json_bytes(freeze(value)) == expected
+
+
+def test_views_are_the_collections_they_were_when_they_derived_from_the_abcs() -> None:
+    from collections.abc import Mapping, Sequence
+
+    import msgspec
+
+    from kernel.json import FrozenArray, FrozenObject
+
+    obj = FrozenObject({"a": [1, 2, 2], "b": None})
+    arr = obj["a"]
+    assert isinstance(obj, Mapping) and not isinstance(obj, Sequence)
+    assert isinstance(arr, Sequence) and not isinstance(arr, Mapping)
+    assert list(obj.keys()) == ["a", "b"] and list(obj.values())[1] is None
+    assert [k for k, _ in obj.items()] == ["a", "b"] and obj.keys() == {"a", "b"}
+    assert arr.index(2) == 1 and arr.count(2) == 2 and 2 in arr and list(reversed(arr)) == [2, 2, 1]
+    with pytest.raises(TypeError):
+        reversed(obj)
+    # Plain msgspec structs: an ABC metaclass would put every construction on the slow path.
+    assert type(FrozenObject) is msgspec.StructMeta and type(FrozenArray) is msgspec.StructMeta
