@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from itertools import count, repeat
 from operator import lt, sub
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 from pyrsistent import PVector, pvector
@@ -46,6 +46,8 @@ __all__ = (
     "surface_state_over",
     "PRESENT_NULL",
 )
+
+_EVOLVER: Final[type[Any]] = type(pvector().evolver())
 
 PRESENT_NULL: Final = object()
 """Stands for a wire `sourceEventSeqs` key that is present with the value null."""
@@ -195,7 +197,9 @@ class SurfaceState:
     so one step from a current node (past at most one emptied slot) reaches the
     next current node, and a range is walked in O(its length). `slot_of[seq]` is
     the slot a seq took (-1: none), so R8 finds an endpoint in O(log n). A step
-    costs O(shadowed + log n).
+    costs O(shadowed + log n). The vectors are persistent, except inside
+    `surface_state_over`, which keeps only its last state and steps pyrsistent
+    evolvers (the same calls, mutating).
     """
 
     slots: PVector[int] = attrs.field(factory=pvector)
@@ -259,9 +263,10 @@ class SurfaceState:
         if type(op) is Append:  # APPEND, or a copy of it that pickling made
             _citations(event_type, seq, sources, (), where)
             nodes = self._nodes
+            slot = len(slots)  # before the append, which may mutate (see `surface_state_over`)
             return SurfaceState(
                 slots.append(seq),
-                _indexed(self.slot_of, seq, len(slots)),
+                _indexed(self.slot_of, seq, slot),
                 self.replacements,
                 None if nodes is None else nodes.append(seq),
             )
@@ -290,12 +295,13 @@ class SurfaceState:
             after = j + 1
             if after < len(slots) and slots[after] < 0:
                 after = ~slots[after]
-            emptied = slots.evolver()
+            mutable = type(slots) is _EVOLVER
+            emptied: Any = slots if mutable else slots.evolver()
             emptied[i] = seq
             emptied[i + 1] = ~after  # even when it was emptied before, by a replace from i
             for x in walked[1:]:
                 emptied[x] = ~after
-            slots = emptied.persistent()
+            slots = emptied if mutable else emptied.persistent()
         return SurfaceState(
             slots,
             _indexed(self.slot_of, seq, i),
@@ -405,7 +411,10 @@ def surface_state_over(
     surface (not surface-eligible, no `surfaceOp`, no `sourceEventSeqs`): a load that
     has checked each event's shape steps the few surface events, not the whole log.
     """
-    state = SurfaceState()
+    # Only the last state is kept, so the steps share mutable vectors (evolvers, which
+    # the methods use as they use persistent vectors). New persistent vectors at every
+    # step would each be walked whole by every collection of the young generation.
+    state = SurfaceState(*[cast(Any, pvector().evolver()) for _ in range(3)])
     appended: list[int] = []  # appends not yet applied to `state`, in log order
 
     def lookup(seq: int) -> Event:
@@ -420,7 +429,10 @@ def surface_state_over(
             continue
         state = state.extended(appended).step(event, lookup)
         appended.clear()
-    return state.extended(appended)
+    last: Any = state.extended(appended)
+    return SurfaceState(
+        last.slots.persistent(), last.slot_of.persistent(), last.replacements.persistent()
+    )
 
 
 def _check_append(event: Event) -> None:
