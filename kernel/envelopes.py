@@ -5,7 +5,7 @@ tag. Decoding a line against the union checks R2, R5, R6, the element rules of R
 R10, R11 and R12 and the chunk-row shape of docs/format/events.md §7.6 without building the
 payload. The schema is deliberately *at least as strict* as the exact rule
 functions in `kernel.admission`: whatever it refuses goes to those functions, which
-decide and name the error. Rules that relate two fields are in `cross_checks_pass`.
+decide and name the error. Rules that relate two fields are in `CROSS_CHECKS`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ __all__ = (
     "decode_line",
     "decode_other",
     "OtherEnvelope",
-    "cross_checks_pass",
     "CROSS_CHECKS",
     "ENVELOPE_TYPES",
     "decode_ascii_line",
@@ -445,11 +444,7 @@ CROSS_CHECKS: Final[dict[str, Callable[[Any], bool]]] = {
     REQUEST_HEADER: _header_consistent,
     TURN_END: _reason_valid,
 }
-
-
-def cross_checks_pass(event_type: str, envelope: Envelope) -> bool:
-    """The rules of one event that relate two of its fields, which the schema cannot state:
-    R10h (result ids), R11c (markers need their config value), R11f (`startsSeries` only
-    with `change`), the R12 usage keys and the per-kind `turn/end` reasons."""
-    check = CROSS_CHECKS.get(event_type)
-    return check is None or check(getattr(envelope, "data"))  # noqa: B009
+"""Per event type, the rules that relate two fields of its typed payload, which the schema
+cannot state: R10h (result ids), R11c (markers need their config value), R11f
+(`startsSeries` only with `change`), the R12 usage keys and the per-kind `turn/end`
+reasons. A type not listed has none."""

@@ -312,7 +312,7 @@ def scan_events(
             issue = seq_gap(label, line_no, wire.seq, expected, event_type)
             break
         payload = wire.data
-        check = cross_check(event_type)  # `cross_checks_pass`, without a call per line
+        check = cross_check(event_type)
         if check is not None and not check(payload):
             return None
         stored = _StoredLine(line)

@@ -76,6 +76,16 @@ def _same_plain(data: bytes) -> None:
     assert typed == exact
 
 
+def _turn_end(seq: int) -> dict[str, Any]:
+    """The wire `turn/end` that completes turn 1 at `seq`."""
+    return {
+        "type": "turn/end",
+        "seq": seq,
+        "time": 3,
+        "data": {"turn": 1, "reason": {"kind": "completed"}},
+    }
+
+
 def _lines(wires: list[dict[str, Any]]) -> bytes:
     head = write_jsonl(HEADER, ())
     return head + b"".join(encode_json_bytes(w) + b"\n" for w in wires)
@@ -290,12 +300,7 @@ def test_invariants_of_a_loaded_log_read_row_members_without_building_them() -> 
     ]
     events += [
         {"type": "step/end", "seq": 5, "time": 3, "data": {"turn": 1, "step": 2}},
-        {
-            "type": "turn/end",
-            "seq": 6,
-            "time": 3,
-            "data": {"turn": 1, "reason": {"kind": "completed"}},
-        },
+        _turn_end(6),
     ]
     log = SessionLog.seed(events, now=4)
     loaded = load_jsonl(write_jsonl(HEADER, log.events, pack_chunks=True), now=0)
@@ -340,12 +345,7 @@ def test_a_loaded_tool_result_projects_its_message_unread_and_the_same_view_afte
             },
         },
         {"type": "step/end", "seq": 3, "time": 3, "data": {"turn": 1, "step": 1}},
-        {
-            "type": "turn/end",
-            "seq": 4,
-            "time": 3,
-            "data": {"turn": 1, "reason": {"kind": "completed"}},
-        },
+        _turn_end(4),
     ]
     log = SessionLog.seed(events, now=3)
     loaded = load_jsonl(write_jsonl(HEADER, log.events), now=0)
@@ -396,12 +396,7 @@ def test_loaded_assistant_messages_project_unread_and_an_empty_one_to_nothing() 
         {"type": "step/start", "seq": 4, "time": 3, "data": {"turn": 1, "step": 2}},
         _assistant(5, 2, text),
         {"type": "step/end", "seq": 6, "time": 3, "data": {"turn": 1, "step": 2}},
-        {
-            "type": "turn/end",
-            "seq": 7,
-            "time": 3,
-            "data": {"turn": 1, "reason": {"kind": "completed"}},
-        },
+        _turn_end(7),
     ]
     log = SessionLog.seed(events, now=3)
     loaded = load_jsonl(write_jsonl(HEADER, log.events), now=0)
