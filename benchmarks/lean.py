@@ -19,7 +19,9 @@ the same kind of worker, so both sides pay the same small heap. The folds,
 seed and restore each run on a log loaded afresh in the worker before every
 run (its own `load_jsonl`, untimed). A worker past `--timeout` seconds is
 killed and its completed runs are kept; when `load_jsonl` does not finish
-all its runs, the measures that need a loaded log are skipped.
+all its runs, the measures that need a loaded log are skipped. The SQLite
+measure appends the log's stored events to a new store (untimed, once per
+worker) and times `SqliteStore.inspect` of it.
 
 Memory (one worker): the peak and the retained size of one `load_jsonl`,
 with the input bytes read before measuring, once as resident-set growth
@@ -31,12 +33,14 @@ per event.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import datetime
 import gc
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,6 +70,7 @@ from kernel import (
     tool_pairing_cuts,
 )
 from kernel.projections import acp_updates, anthropic_request, openai_request
+from kernel.store.sqlite import SqliteStore
 
 __all__ = ("MEASURES", "Measure", "main")
 
@@ -159,6 +164,26 @@ def _loaded(result: Any) -> Sample:
 
 def _surface(result: Any) -> Sample:
     return {"nodes": len(result.nodes), "replacements": len(result.replacements)}
+
+
+_STORE: dict[str, Any] = {}  # the worker's SQLite store, made on its first run
+
+
+def _sqlite_inspect(data: bytes) -> Sample:
+    """`SqliteStore.inspect` of the log's stored events, appended (untimed, once per worker)
+    to a new store in a temporary directory, chunk rows packed."""
+    if not _STORE:
+        loaded = load_jsonl(data, now=0)
+        directory = tempfile.mkdtemp(prefix="lean-sqlite-")
+        atexit.register(shutil.rmtree, directory, True)
+        store = SqliteStore(Path(directory) / "bench.db")
+        atexit.register(store.close)
+        store.create(loaded.header)
+        store.append(loaded.header.id, loaded.events[: len(loaded.events) - len(loaded.closers)])
+        _STORE.update(store=store, id=loaded.header.id)
+        del loaded
+    store, session_id = _STORE["store"], _STORE["id"]
+    return _timed(lambda: store.inspect(session_id), lambda r: {"events": len(r.events)})
 
 
 def _append(data: bytes) -> Sample:
@@ -316,6 +341,7 @@ MEASURES: Final = (
         versus="derive_messages",
     ),
     Measure("append", "append (one event, at the end)", _append, needs_load=True),
+    Measure("inspect_sqlite", "SqliteStore.inspect", _sqlite_inspect, needs_load=True),
     Measure("memory", "memory of one load_jsonl", _memory, repeats=False),
 )
 _BY_NAME: Final = {m.name: m for m in MEASURES}

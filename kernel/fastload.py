@@ -50,9 +50,10 @@ from kernel.jsontext import parse_json
 from kernel.log import _admitted_as_it_is
 from kernel.records import close_scan, read_record, row_gap, seq_gap
 from kernel.repair import interrupted_turn_closers
+from kernel.rows import RowLines
 from kernel.surface import PRESENT_NULL, surface_state_over
 
-__all__ = ("TypedScan", "scan_events", "plan_events", "plan_decoded_events")
+__all__ = ("TypedScan", "scan_events", "plan_events", "plan_decoded_events", "plan_row_lines")
 
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
 _KEYS_DECODER: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -80,15 +81,16 @@ def _no_lossy_number(line: bytes) -> bool:
     Parsing leaves one kind of defect only: a negative zero, or a double that
     overflows to an infinity (or underflows to -0.0), which needs an exponent of
     three digits or a literal of hundreds of digits. Digits are mapped to `0`,
-    `E` to `e`, and signs deleted, so one search finds any such exponent.
-    Deleting can only join characters that were apart, so the answer errs one
-    way: False when unsure (the same bytes inside a string, or joined by the
-    deletion), and the value is then walked instead.
+    `E` to `e`, and signs deleted, so one search finds any such exponent (a
+    number's exponent always follows a digit: `0e000`, which words and ids such
+    as `rewrite-166` do not spell). Deleting can only join characters that were
+    apart, so the answer errs one way: False when unsure (the same bytes inside
+    a string, or joined by the deletion), and the value is then walked instead.
     """
     if b"-0" in line and (b"-0." in line or b"-0e" in line or b"-0E" in line):
         return False
     shapes = line.translate(_NUMBER_SHAPES, b"+-")
-    return not (b"e000" in shapes or (len(shapes) >= 300 and _LONG_LITERAL in shapes))
+    return not (b"0e000" in shapes or (len(shapes) >= 300 and _LONG_LITERAL in shapes))
 
 
 class _PeekedData(msgspec.Struct, gc=False):
@@ -395,4 +397,30 @@ def plan_decoded_events(
     for index, event in enumerate(events):
         if not _admitted_as_it_is(event, index, False, vetted):
             return None
+    return plan_events(header, events, session_id=session_id, known_types=known_types)
+
+
+def plan_row_lines(
+    header: dict[str, Any],
+    rows: RowLines,
+    *,
+    session_id: str | None,
+    known_types: Collection[str],
+) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
+    """`plan_events` over the rows of a SQLite session spelled as lines
+    (`kernel.rows.row_lines`), or None.
+
+    None whenever the exact row pipeline might answer differently: a line the scan
+    refuses or cuts (a torn tail is the exact scan's to find), a packed row with too
+    few or too many members, or any rule `plan_events` leaves to the exact pipeline.
+    """
+    events: list[Event] = []
+    try:
+        scan = scan_events(rows.lines, 0, events, first_line=1, label="row")
+    except KernelError:
+        return None
+    if scan is None or scan[0] != len(rows.lines) or scan[2] is not None:
+        return None
+    if not rows.member_counts_fit(len(events)):
+        return None
     return plan_events(header, events, session_id=session_id, known_types=known_types)

@@ -52,7 +52,7 @@ from kernel.events import (
     TURN_START,
     Event,
 )
-from kernel.json import FrozenArray, members, raw, safe_int
+from kernel.json import FrozenArray, FrozenObject, members, raw, safe_int
 
 __all__ = (
     "Violation",
@@ -345,11 +345,19 @@ def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
     """
     state = InvariantState()
     last = -1
+    passed: object = None  # the payload source of the last chunk passed over since a step
     for event in log:
         if event.type == ASSISTANT_CHUNK:
             seq = event.seq
             if seq.__class__ is int and seq > last and state.open_step is not None:
-                position = members(event.data, _POSITION)
+                data = event.data
+                source = data._value if data.__class__ is FrozenObject else None
+                if source is not None and source is passed:
+                    # The members of one packed row share its turn and step (and any
+                    # other shared source, one payload): passed over as the last one was.
+                    last = seq
+                    continue
+                position = members(data, _POSITION)
                 if position.__class__ is dict and (
                     (turn := position.get("turn")).__class__ is int
                     and (step := position.get("step")).__class__ is int
@@ -357,7 +365,9 @@ def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
                     and step == state.open_step
                 ):
                     last = seq
+                    passed = source
                     continue
+        passed = None
         if last != state.last_seq:
             state = msgspec.structs.replace(state, last_seq=last)
         state, found = state.step(event)

@@ -63,7 +63,7 @@ from kernel.json import (
     view,
 )
 from kernel.messages import MessageHistory, history_of, step_messages
-from kernel.surface import SurfaceState, check_surface_marker
+from kernel.surface import SurfaceState, check_surface_marker, is_plain_append
 
 __all__ = ("SessionLog",)
 
@@ -196,16 +196,22 @@ class SessionLog:
         label: str,
     ) -> SessionLog:
         admitted: list[Event] = []
-        surface = SurfaceState()
+        surface = SurfaceState.mutable()  # only the last state is kept
+        appended: list[int] = []  # plain appends admitted, not yet applied to `surface`
         request_header: Any = None
         lookup = admitted.__getitem__
         vetted: set[str] = set()
         for index, item in enumerate(iter_events(events)):
             if type(item) is Event and _admitted_as_it_is(item, index, lossless_check, vetted):
                 op, sources = item.surface_op, item.source_event_seqs
-                if op is not None:
-                    # `where` is spelled only for an error: the plan is pure, so a failing
-                    # one is run again with it.
+                if op is APPEND and is_plain_append(item.type, index, sources):
+                    appended.append(index)  # no rule to check: applied with its run
+                elif op is not None:
+                    if appended:
+                        surface = surface.extended(appended)
+                        appended.clear()
+                    # `where` is spelled only for an error: a failing plan has changed
+                    # nothing, so it is run again with it.
                     try:
                         surface = surface.plan(item.type, index, op, sources, item.data, lookup, "")
                     except KernelError:
@@ -232,11 +238,11 @@ class SessionLog:
                     wire, index, lossless_check=lossless_check, where=where
                 )
                 data = plain["data"]
-                after = (
-                    surface
-                    if op is None
-                    else surface.plan(event_type, seq, op, sources, data, lookup, where)
-                )
+                if op is not None:
+                    if appended:
+                        surface = surface.extended(appended)
+                        appended.clear()
+                    surface = surface.plan(event_type, seq, op, sources, data, lookup, where)
                 data_type = builtin_type(data)
                 if data_type is dict:
                     data = FrozenObject._own(data, lossless_check)
@@ -258,10 +264,9 @@ class SessionLog:
             except KernelError as exc:
                 _locate(exc, index)
                 raise
-            surface = after
         return cls(
             events=pvector(admitted),
-            surface=surface,
+            surface=surface.extended(appended).persistent(),
             request_header=request_header,
             header=header,
             first_live_seq=len(admitted),

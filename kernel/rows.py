@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import attrs
+import msgspec
+import orjson
 import zstandard
 
 from kernel.chunks import ROW_TAGS, expand_chunk_row
@@ -45,6 +47,8 @@ __all__ = (
     "encode_rows",
     "decode_row",
     "scan_rows",
+    "RowLines",
+    "row_lines",
 )
 
 COMPRESS_THRESHOLD: Final = 4096
@@ -456,3 +460,109 @@ def _seq(row: Row) -> int:
     if type(row.seq) is not int:
         raise CorruptLog(f"row seq {summary(row.seq)} is not an integer")
     return int(row.seq)
+
+
+# -- rows as stored lines (the typed load path) ------------------------------------------------
+
+_ONE_VALUE: Final = msgspec.json.Decoder(msgspec.Raw)
+"""Checks that a text is exactly one JSON value (a `Raw` decode skips it, in C)."""
+
+
+@attrs.frozen
+class RowLines:
+    """Rows spelled as the JSONL lines they stand for (`row_lines`).
+
+    `lines` holds one line per row, each ending in a newline: a scalar row as
+    an event line, a packed row as a chunk-row line. `packed` lists, for each
+    packed row, its position among the rows; `starts` every row's seq.
+    """
+
+    lines: bytes
+    starts: tuple[int, ...]
+    packed: tuple[int, ...]
+
+    def member_counts_fit(self, total: int) -> bool:
+        """Whether every packed row holds `MIN_ROW_MEMBERS`-`MAX_ROW_MEMBERS` events, for rows
+        whose events were found contiguous and `total` in all."""
+        starts = self.starts
+        last = len(starts) - 1
+        for i in self.packed:
+            members = (starts[i + 1] if i < last else total) - starts[i]
+            if not MIN_ROW_MEMBERS <= members <= MAX_ROW_MEMBERS:
+                return False
+        return True
+
+
+def _one_value(text: Any, cap: int | None) -> bytes | None:
+    """The UTF-8 JSON text of a `data` or `surfaceOp` column when it is exactly one JSON value."""
+    try:
+        if type(text) is str:
+            spelled = text.encode("utf-8")  # a lone surrogate refuses: `decode_row` decides
+            if cap is not None and len(spelled) > cap:
+                return None
+        elif type(text) is bytes:
+            spelled = _decompress(text, cap)
+        else:
+            return None
+        _ONE_VALUE.decode(spelled)
+    except (KernelError, UnicodeError, zstandard.ZstdError, msgspec.DecodeError, RecursionError):
+        return None  # a value nested too deep for the C decoder included
+    return spelled
+
+
+def row_lines(rows: Sequence[Sequence[Any]]) -> RowLines | None:
+    """Rows `(seq, type, time, data, source_event_seqs, surface_op, ignorable)` as lines, or
+    None when a row is not plainly well formed (then `decode_row` decides what it is).
+
+    A line holds each column's value spelled as JSON, members in the order
+    `decode_row` gives the wire object, so reading the line gives the event
+    `decode_row` gives. The `data` and `surfaceOp` texts are spliced in only
+    when each is exactly one JSON value.
+    """
+    parts: list[bytes] = []
+    spelled_types: dict[str, bytes] = {}
+    starts: list[int] = []
+    packed: list[int] = []
+    for position, (seq, event_type, time, data, sources, surface_op, ignorable) in enumerate(rows):
+        if type(seq) is not int or type(time) is not int or type(event_type) is not str:
+            return None
+        spelled_type = spelled_types.get(event_type)
+        if spelled_type is None:
+            if not event_type.isascii():
+                return None
+            spelled_type = spelled_types[event_type] = orjson.dumps(event_type)
+        starts.append(seq)
+        if ignorable == 0 and type(ignorable) is int:
+            if event_type not in ROW_TAGS or sources is not None or surface_op is not None:
+                return None
+            text = _one_value(data, MAX_ROW_DATA_BYTES)
+            if text is None:
+                return None
+            packed.append(position)
+            parts += (b'{"type":', spelled_type, b',"seq0":%d,"time0":%d,"data":' % (seq, time))
+            parts += (text, b"}\n")
+            continue
+        if event_type in ROW_TAGS or not (ignorable is None or ignorable == 1):
+            return None
+        text = _one_value(data, None)
+        if text is None:
+            return None
+        parts += (b'{"type":', spelled_type, b',"seq":%d,"time":%d,"data":' % (seq, time), text)
+        if sources is not None:
+            if type(sources) is not bytes:
+                return None
+            try:
+                parts += (b',"sourceEventSeqs":', orjson.dumps(decode_source_seqs(sources)))
+            except CorruptLog:
+                return None
+        if surface_op is not None:
+            op = _one_value(surface_op, None) if type(surface_op) is str else None
+            if op is None:
+                return None
+            parts += (b',"surfaceOp":', op)
+        if ignorable is not None:
+            if type(ignorable) is not int:
+                return None
+            parts.append(b',"ignorable":true')
+        parts.append(b"}\n")
+    return RowLines(b"".join(parts), tuple(starts), tuple(packed))

@@ -44,6 +44,7 @@ __all__ = (
     "is_replacement_surface_event",
     "surface_state_of",
     "surface_state_over",
+    "is_plain_append",
     "PRESENT_NULL",
 )
 
@@ -117,6 +118,16 @@ def _citations(
     event_type: str, seq: int, sources: Any, shadowed: Sequence[int], where: str
 ) -> None:
     """R7 a-f."""
+    if (
+        type(sources) is tuple
+        and sources
+        and sources[-1] < seq
+        and (len(sources) == 1 or all(map(lt, sources, sources[1:])))
+        and (not shadowed or set(sources).issuperset(shadowed))
+    ):
+        # The common citations: earlier seqs, increasing (so none twice), covering
+        # every shadowed node.
+        return
     if sources is None:
         if shadowed:
             raise ProvenanceError(
@@ -221,6 +232,26 @@ class SurfaceState:
     def replace_generation(self) -> int:
         return len(self.replacements)
 
+    @classmethod
+    def mutable(cls) -> SurfaceState:
+        """An empty state over pyrsistent evolvers, for a pass that keeps only its last state.
+
+        Stepping it changes it in place (a step raises before it changes anything);
+        `persistent` ends the pass, and only its result's `nodes` are read. New
+        persistent vectors at every step would each be
+        walked whole by every collection of the young generation.
+        """
+        return cls(*[cast(Any, pvector().evolver()) for _ in range(3)])
+
+    def persistent(self) -> SurfaceState:
+        """The persistent state a `mutable` one has reached."""
+        slots: Any = self.slots
+        if type(slots) is not _EVOLVER:
+            return self
+        slot_of: Any = self.slot_of
+        replacements: Any = self.replacements
+        return SurfaceState(slots.persistent(), slot_of.persistent(), replacements.persistent())
+
     def slot(self, seq: int) -> int | None:
         """The slot of `seq` if it is currently on the surface, else None."""
         if isinstance(seq, int) and 0 <= seq < len(self.slot_of):
@@ -255,7 +286,9 @@ class SurfaceState:
 
         `op` is None, `APPEND` or a `Replace`; `sources` the citations (a tuple, a
         wire array, None when absent, or `PRESENT_NULL`); `lookup(seq)` returns a
-        committed event (R9 reads the shadowed node).
+        committed event (R9 reads the shadowed node). Every check runs before the
+        state changes, so a failing plan can be run again (a `mutable` state is
+        stepped in place).
         """
         if op is None:
             return self
@@ -289,38 +322,45 @@ class SurfaceState:
         _citations(event_type, seq, sources, shadowed, where)
         if event_type == TOOL_RESULT:
             _check_rewrite(seq, data, shadowed, lookup, where)
+        mutable = type(slots) is _EVOLVER
         if i == j:
             slots = slots.set(i, seq)
         else:
             after = j + 1
             if after < len(slots) and slots[after] < 0:
                 after = ~slots[after]
-            mutable = type(slots) is _EVOLVER
             emptied: Any = slots if mutable else slots.evolver()
             emptied[i] = seq
             emptied[i + 1] = ~after  # even when it was emptied before, by a replace from i
             for x in walked[1:]:
                 emptied[x] = ~after
             slots = emptied if mutable else emptied.persistent()
-        return SurfaceState(
-            slots,
-            _indexed(self.slot_of, seq, i),
-            self.replacements.append(Replacement(seq, op.start, op.end, shadowed)),
-        )
+        slot_of = _indexed(self.slot_of, seq, i)
+        replacements = self.replacements.append(Replacement(seq, op.start, op.end, shadowed))
+        if mutable:
+            return self  # its vectors changed in place; a mutable state has no `_nodes`
+        return SurfaceState(slots, slot_of, replacements)
 
     def extended(self, seqs: Sequence[int]) -> SurfaceState:
         """The state after appending the nodes `seqs` (increasing, each past every seq the
         state has seen): what stepping each append gives, once its R5 and R7 checks passed."""
         if not seqs:
             return self
-        slot_of = self.slot_of
+        slots, slot_of = self.slots, self.slot_of
         known = len(slot_of)
         indexed = [-1] * (seqs[-1] + 1 - known)  # seqs that never took a slot read -1
-        # indexed[seq - known] = len(self.slots) + offset, for each seq, looped in C
-        any(map(indexed.__setitem__, map(sub, seqs, repeat(known)), count(len(self.slots))))
+        if len(seqs) == 1:
+            indexed[-1] = len(slots)
+        else:
+            # indexed[seq - known] = len(slots) + offset, for each seq, looped in C
+            any(map(indexed.__setitem__, map(sub, seqs, repeat(known)), count(len(slots))))
+        if type(slots) is _EVOLVER:
+            slots.extend(seqs)
+            slot_of.extend(indexed)
+            return self  # changed in place; a mutable state has no `_nodes`
         nodes = self._nodes
         return SurfaceState(
-            self.slots.extend(seqs),
+            slots.extend(seqs),
             slot_of.extend(indexed),
             self.replacements,
             None if nodes is None else nodes.extend(seqs),
@@ -411,45 +451,59 @@ def surface_state_over(
     surface (not surface-eligible, no `surfaceOp`, no `sourceEventSeqs`): a load that
     has checked each event's shape steps the few surface events, not the whole log.
     """
-    # Only the last state is kept, so the steps share mutable vectors (evolvers, which
-    # the methods use as they use persistent vectors). New persistent vectors at every
-    # step would each be walked whole by every collection of the young generation.
-    state = SurfaceState(*[cast(Any, pvector().evolver()) for _ in range(3)])
+    state = SurfaceState.mutable()  # only the last state is kept
     appended: list[int] = []  # appends not yet applied to `state`, in log order
 
     def lookup(seq: int) -> Event:
         return window[seq - base]
 
     for event in map(window.__getitem__, positions):
-        if type(event.surface_op) is Append:
+        op = event.surface_op
+        if type(op) is Append:
             # An append's rules (R5, R7a-e) do not read the state: check them now, and
             # apply a whole run of appends in one step.
-            _check_append(event)
+            if not is_plain_append(event.type, event.seq, event.source_event_seqs):
+                _check_append(event)
             appended.append(event.seq)
             continue
-        state = state.extended(appended).step(event, lookup)
-        appended.clear()
-    last: Any = state.extended(appended)
-    return SurfaceState(
-        last.slots.persistent(), last.slot_of.persistent(), last.replacements.persistent()
+        if appended:
+            state = state.extended(appended)
+            appended.clear()
+        if type(op) is Replace and event.type in SURFACE_TYPES:  # R5 holds
+            # `where` is spelled only for an error: a failing plan has changed nothing,
+            # so `step` runs it again, with it.
+            try:
+                plan = state.plan(
+                    event.type, event.seq, op, event.source_event_seqs, event.data, lookup, ""
+                )
+            except KernelError:
+                plan = state.step(event, lookup)
+            state = plan
+        else:
+            state = state.step(event, lookup)
+    return state.extended(appended).persistent()
+
+
+def is_plain_append(event_type: str, seq: int, sources: Any) -> bool:
+    """Whether an append of `event_type` at `seq` citing `sources` passes R5 and R7a-e.
+
+    True for the common appends, checked without the general rules: an eligible
+    type citing nothing, or earlier seqs in increasing order (so none twice).
+    False when unsure; `SurfaceState.plan` then names any error.
+    """
+    return event_type in SURFACE_TYPES and (
+        sources is None
+        or (
+            type(sources) is tuple
+            and bool(sources)
+            and sources[-1] < seq
+            and (len(sources) == 1 or all(map(lt, sources, sources[1:])))
+        )
     )
 
 
 def _check_append(event: Event) -> None:
-    """R5 and R7a-e of an append (none of them reads the surface state)."""
-    sources = event.source_event_seqs
-    if event.type in SURFACE_TYPES and (
-        sources is None
-        or (
-            type(sources) is tuple
-            and sources
-            and sources[-1] < event.seq
-            and (len(sources) == 1 or all(map(lt, sources, sources[1:])))
-        )
-    ):
-        # The common appends: an eligible type citing nothing, or earlier seqs in
-        # increasing order (so none twice): R5 and R7a-e hold.
-        return
+    """R5 and R7a-e of an append that is not plainly well formed (`is_plain_append`)."""
     where = f"event seq {event.seq}"
     check_surface_marker(event.type, True, event.source_event_seqs is not None, where)
     _citations(event.type, event.seq, event.source_event_seqs, (), where)

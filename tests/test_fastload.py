@@ -242,6 +242,17 @@ def test_a_line_called_lossless_holds_only_lossless_numbers(numbers: list[str], 
             raise AssertionError(f"{line!r} was called lossless: {exc}") from None
 
 
+@pytest.mark.parametrize("text", ["rewrite-166", "page1234", "see e100", "the1000"])
+def test_words_that_end_in_e_before_digits_are_not_taken_for_exponents(text: str) -> None:
+    # Regression: ids such as `rewrite-166` read as an exponent of three digits, so
+    # every such payload was walked again by seed (a tenth of its time on a log of
+    # 10,000 replacements).
+    from kernel.fastload import _no_lossy_number
+
+    assert _no_lossy_number(b'{"data":{"id":' + encode_json_bytes(text) + b',"n":[1e2,-5]}}')
+    assert not _no_lossy_number(b'{"data":{"id":' + encode_json_bytes(text) + b',"n":[1e400]}}')
+
+
 _PEEK_VALUES = st.one_of(
     st.integers(-(2**70), 2**70),
     st.sampled_from([1.0, -0.5, 1e300, None, True, "", "call-1", [1], {"a": 1}]),

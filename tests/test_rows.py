@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import random
 
+import attrs
 import pytest
 import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.chunks import pack_chunk_rows
+from kernel.codec import event_to_wire
 from kernel.errors import CorruptLog, KernelError, MalformedChunkRow
-from kernel.events import APPEND, Event, Replace
-from kernel.json import MAX_SAFE_INTEGER
+from kernel.events import APPEND, DEFAULT_KNOWN_TYPES, Event, Replace
+from kernel.fastload import plan_row_lines
+from kernel.json import MAX_SAFE_INTEGER, thaw
 from kernel.rows import (
     COMPRESS_THRESHOLD,
     MAX_ROW_DATA_BYTES,
@@ -31,6 +34,7 @@ from kernel.rows import (
     encode_text,
     encode_varint,
     event_row,
+    row_lines,
     scan_rows,
 )
 
@@ -333,36 +337,37 @@ def _packed(**changes: object) -> Row:
     return Row(**fields)
 
 
-@pytest.mark.parametrize(
-    ("row", "error"),
-    [
-        (_packed(type="assistant/chunk"), MalformedChunkRow),
-        (_packed(surface_op='"append"'), MalformedChunkRow),
-        (_packed(source_event_seqs=b""), MalformedChunkRow),
-        (_packed(data='{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}'),
-         MalformedChunkRow),
-        (_packed(data='{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a"]}'), MalformedChunkRow),
-        (_packed(data='{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}'), MalformedChunkRow),
-        (_packed(data='{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b",3]}'),
-         MalformedChunkRow),
-        (_packed(data="[1]"), MalformedChunkRow),
-        (_packed(data="{oops"), CorruptLog),
-        (_packed(ignorable=2), CorruptLog),
-        (_packed(ignorable=True), CorruptLog),
-        (Row(0, "text-chunks", 0, "{}", None, None, None), MalformedChunkRow),
-        (Row(0, "turn/start", 0, '{"turn":1}', 7, None, None), CorruptLog),
-        (Row(0, "turn/start", 0, '{"turn":1}', b"\x80", None, None), CorruptLog),
-        (Row(0, "user/message", 0, "{}", None, "{bad", None), CorruptLog),
-        (Row(0, "user/message", 0, "{}", None, '"prepend"', None), KernelError),
-        (Row(0, "", 0, "{}", None, None, None), KernelError),
-    ],
-    ids=[
+_MALFORMED = [
+    (_packed(type="assistant/chunk"), MalformedChunkRow),
+    (_packed(surface_op='"append"'), MalformedChunkRow),
+    (_packed(source_event_seqs=b""), MalformedChunkRow),
+    (_packed(data='{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}'), MalformedChunkRow),
+    (_packed(data='{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a"]}'), MalformedChunkRow),
+    (_packed(data='{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}'), MalformedChunkRow),
+    (
+        _packed(data='{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b",3]}'),
+        MalformedChunkRow,
+    ),
+    (_packed(data="[1]"), MalformedChunkRow),
+    (_packed(data="{oops"), CorruptLog),
+    (_packed(ignorable=2), CorruptLog),
+    (_packed(ignorable=True), CorruptLog),
+    (Row(0, "text-chunks", 0, "{}", None, None, None), MalformedChunkRow),
+    (Row(0, "turn/start", 0, '{"turn":1}', 7, None, None), CorruptLog),
+    (Row(0, "turn/start", 0, '{"turn":1}', b"\x80", None, None), CorruptLog),
+    (Row(0, "user/message", 0, "{}", None, "{bad", None), CorruptLog),
+    (Row(0, "user/message", 0, "{}", None, '"prepend"', None), KernelError),
+    (Row(0, "", 0, "{}", None, None, None), KernelError),
+]
+_MALFORMED_IDS = [
         "sentinel-on-event-type", "packed-surface-op", "packed-sources", "two-members",
         "one-member", "one-member-no-dt", "non-string-member", "data-not-object", "bad-json",
         "ignorable-2", "ignorable-bool", "tag-on-scalar-row", "sources-not-blob",
         "sources-truncated", "surface-op-bad-json", "surface-op-unknown", "empty-type",
-    ],
-)  # fmt: skip
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("row", "error"), _MALFORMED, ids=_MALFORMED_IDS)
 def test_malformed_rows(row: Row, error: type[Exception]) -> None:
     with pytest.raises(error):
         decode_row(row)
@@ -453,3 +458,101 @@ def test_scan_of_encoded_rows_returns_the_events(rng: random.Random, extra: int)
     events.append(_turn_end(len(events)))
     rows = encode_rows(pack_chunk_rows(events, max_members=4, max_data_bytes=200))
     assert scan_rows(rows).events == tuple(events)
+
+
+# -- rows as lines (the typed load path of a SQLite session) ------------------------------------
+
+_RECORD = {"version": 0, "id": "s-1", "createdAt": 1}
+
+
+def _columns(row: Row) -> tuple[object, ...]:
+    return attrs.astuple(row, recurse=False)
+
+
+def _typed(rows: list[Row]) -> tuple[Event, ...] | None:
+    """The stored events the typed path plans for `rows`, or None when it leaves them."""
+    lines = row_lines([_columns(r) for r in rows])
+    if lines is None:
+        return None
+    planned = plan_row_lines(_RECORD, lines, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
+    if planned is None:
+        return None
+    _, events, closers = planned
+    return events[: len(events) - len(closers)]
+
+
+_GOOD_ROWS = [
+    [event_row(_turn_start(0)), event_row(_turn_end(1))],
+    [event_row(_turn_start(0)), event_row(_message(1, APPEND, (0,))), event_row(_turn_end(2))],
+    [
+        event_row(_turn_start(0)),
+        *encode_rows(pack_chunk_rows([_chunk(s, "t") for s in range(1, 6)])),
+    ],
+    [event_row(Event("x/ext", 0, -5, None, ignorable=True))],
+    [event_row(Event("x/ext", 0, 5, [1, {"10": 1, "2": 2}], ignorable=True))],
+    [event_row(Event("x/ext", 0, 1, {"big": "y" * 10_000, "é": "ü"}, ignorable=True))],
+]
+
+
+@pytest.mark.parametrize(
+    "rows", _GOOD_ROWS, ids=["plain", "cites", "packed", "null", "array", "zstd"]
+)
+def test_rows_read_as_lines_give_the_events_the_row_codec_gives(rows: list[Row]) -> None:
+    typed = _typed(rows)
+    exact = scan_rows(rows).events
+    assert typed == exact
+    assert [list(event_to_wire(e)) for e in typed] == [list(event_to_wire(e)) for e in exact]
+    assert [thaw(e.data) for e in typed] == [thaw(e.data) for e in exact]
+
+
+_ODD_ROWS = [
+    *(row for row, _ in _MALFORMED),
+    Row(0, "turn/start", 0, '{"turn":1,"note":"\ud800"}', None, None, None),
+    Row(0, "turn/start", 0, '{"turn":1}', UndecodableText(b"\xff"), None, None),
+    Row(0, "turn/start", 1.0, '{"turn":1}', None, None, None),
+    Row(True, "turn/start", 1, '{"turn":1}', None, None, None),
+    Row(0, "turn/start", 1, '{"turn":1}', None, None, 1.0),
+    Row(0, "turn/st\u00e4rt", 1, '{"turn":1}', None, None, None),
+    Row(0, "user/message", 1, "{}", None, '"append" "append"', None),
+]
+
+
+@pytest.mark.parametrize("row", _ODD_ROWS)
+def test_rows_read_as_lines_never_accept_what_the_row_codec_would_not_give(row: Row) -> None:
+    # The typed path may leave any row to the row codec; what it accepts, the codec gives.
+    rows = [row, event_row(_turn_end(1)), event_row(_turn_end(2))]  # committed: no torn tail
+    typed = _typed(rows)
+    try:
+        exact = scan_rows(rows).events
+    except KernelError:
+        assert typed is None
+        return
+    assert typed is None or typed == exact
+
+
+@pytest.mark.parametrize(
+    "data",
+    ['{"id":"m"},"surfaceOp":"append"', '{"turn":1} {"turn":2}', '{"turn":1}]', ""],
+    ids=["adds-a-member", "two-values", "stray-bracket", "empty"],
+)
+def test_a_data_text_that_is_not_one_json_value_is_never_spliced(data: str) -> None:
+    # Spliced into a line as it is, it could add members the row does not have.
+    assert row_lines([(0, "turn/start", 0, data, None, None, None)]) is None
+    assert row_lines([(0, "turn/start", 0, '{"turn":1}', None, data, None)]) is None
+
+
+def test_packed_rows_outside_the_member_bounds_are_left_to_the_row_codec() -> None:
+    over = encode_rows(pack_chunk_rows([_chunk(s, "a") for s in range(1025)]))
+    assert _typed(list(over)) is None
+    two = Row(
+        0,
+        "text-chunks",
+        0,
+        '{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}',
+        None,
+        None,
+        0,
+    )
+    assert _typed([two]) is None
+    exactly = encode_rows(pack_chunk_rows([_chunk(s, "a") for s in range(1024)]))
+    assert _typed(list(exactly)) == scan_rows(list(exactly)).events

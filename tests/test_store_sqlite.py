@@ -38,6 +38,7 @@ from kernel.errors import (
     UnsupportedFormat,
 )
 from kernel.events import Event, SessionHeader
+from kernel.json import thaw
 from kernel.repair import interrupted_turn_closers
 from kernel.rows import MAX_ROW_DATA_BYTES, decode_data, decode_source_seqs
 from kernel.store import (
@@ -891,16 +892,24 @@ def test_a_damaged_database_is_corrupt_however_it_was_damaged(
 # -- the typed plan of stored rows --------------------------------------------------------------
 
 
-def _plans(store: SqliteStore, session_id: str) -> tuple[Any, Any]:
-    """The typed plan of a stored session and the exact one, over the same decoded rows."""
+def _plans(store: SqliteStore, session_id: str) -> tuple[Any, Any, Any]:
+    """The typed plans of a stored session (rows spelled as lines; rows decoded to events)
+    and the exact one, over the same rows."""
     from kernel.durable import RawScan, plan_load
-    from kernel.fastload import plan_decoded_events
-    from kernel.rows import scan_rows
+    from kernel.fastload import plan_decoded_events, plan_row_lines
+    from kernel.rows import Row, row_lines, scan_rows
     from kernel.store.sqlite import _header_record, _wire
 
     session, rows = store._read(session_id)
-    record, events = _header_record(session), list(scan_rows(rows).events)
-    typed = plan_decoded_events(
+    record = _header_record(session)
+    lines = row_lines(rows)
+    from_lines = (
+        None
+        if lines is None
+        else plan_row_lines(record, lines, session_id=session_id, known_types=store.known_types)
+    )
+    events = list(scan_rows([Row(*r) for r in rows]).events)
+    decoded = plan_decoded_events(
         record, events, session_id=session_id, known_types=store.known_types
     )
     records = [_wire(e) for e in events]
@@ -909,7 +918,7 @@ def _plans(store: SqliteStore, session_id: str) -> tuple[Any, Any]:
         exact: Any = plan_load(raw_scan, session_id=session_id, known_types=store.known_types)
     except CorruptLog as exc:
         exact = exc
-    return typed, exact
+    return from_lines, decoded, exact
 
 
 @settings(max_examples=10)
@@ -923,15 +932,17 @@ def test_stored_rows_are_planned_as_they_are_with_the_exact_result(
     path = tmp_path_factory.mktemp("typed") / "s.db"
     with SqliteStore(path, pack_chunks=pack) as store:
         _fill(store, events, seed=seed)
-        typed, exact = _plans(store, "s-1")
-        assert typed is not None, "an admissible stored session left to the exact pipeline"
-        header, planned, closers = typed
-        assert (header, planned, closers) == exact
-        # Written back, both give the same envelopes, members in the same order.
-        assert [list(event_to_wire(e)) for e in planned] == [
-            list(event_to_wire(e)) for e in exact[1]
-        ]
-        assert store.load("s-1", now=0).events == planned
+        from_lines, decoded, exact = _plans(store, "s-1")
+        for typed in (from_lines, decoded):
+            assert typed is not None, "an admissible stored session left to the exact pipeline"
+            header, planned, closers = typed
+            assert (header, planned, closers) == exact
+            # Written back, both give the same envelopes, members in the same order.
+            assert [list(event_to_wire(e)) for e in planned] == [
+                list(event_to_wire(e)) for e in exact[1]
+            ]
+            assert [thaw(e.data) for e in planned] == [thaw(e.data) for e in exact[1]]
+        assert store.load("s-1", now=0).events == exact[1]
 
 
 def test_a_stored_rule_violation_is_left_to_the_exact_pipeline(tmp_path: Path) -> None:
@@ -945,8 +956,8 @@ def test_a_stored_rule_violation_is_left_to_the_exact_pipeline(tmp_path: Path) -
                 '\'"role":"assistant"\') WHERE seq = ?',
                 (first_user,),
             )
-        typed, exact = _plans(store, "s-1")
-        assert typed is None and isinstance(exact, CorruptLog)
+        from_lines, decoded, exact = _plans(store, "s-1")
+        assert from_lines is None and decoded is None and isinstance(exact, CorruptLog)
         with pytest.raises(CorruptLog) as info:
             store.load("s-1", now=0)
         assert str(info.value) == str(exact) and "R10b" in str(info.value.__cause__)

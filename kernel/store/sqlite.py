@@ -31,7 +31,7 @@ from kernel.errors import (
     SessionHeaderError,
 )
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
-from kernel.fastload import plan_decoded_events
+from kernel.fastload import plan_decoded_events, plan_row_lines
 from kernel.json import raw, safe_int
 from kernel.rows import (
     MAX_ROW_DATA_BYTES,
@@ -44,6 +44,7 @@ from kernel.rows import (
     encode_rows,
     encode_text,
     event_row,
+    row_lines,
     scan_rows,
 )
 from kernel.store.batch import admit_stored_header, canonical_text, check_batch
@@ -485,18 +486,18 @@ class SqliteStore:
         ).fetchone()
         return row
 
-    def _rows(self, session_id: str, *, from_seq: int = 0) -> list[Row]:
+    def _rows(self, session_id: str) -> list[tuple[Any, ...]]:
+        """The session's rows as the database gives them (`Row` fields, in order)."""
         cursor = self._conn.execute(
-            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = CAST(? AS TEXT) AND seq >= ? "
-            "ORDER BY seq",
-            (encode_text(session_id), from_seq),
+            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = CAST(? AS TEXT) ORDER BY seq",
+            (encode_text(session_id),),
         )
-        return [Row(*r) for r in cursor]
+        return cursor.fetchall()
 
     def _location(self, session_id: str) -> str:
         return f"sqlite:{self.path}#{session_id}"
 
-    def _read(self, session_id: str) -> tuple[tuple[Any, ...], list[Row]]:
+    def _read(self, session_id: str) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
         with self._transaction(immediate=False):
             self._check_schema()
             session = self._session_row(session_id)
@@ -504,10 +505,23 @@ class SqliteStore:
                 raise SessionNotFound(f"no stored session {session_id!r} in {self.path}")
             return session, self._rows(session_id)
 
-    def _plan(self, session: tuple[Any, ...], rows: list[Row]) -> _Plan:
+    def _plan(self, session: tuple[Any, ...], rows: list[tuple[Any, ...]]) -> _Plan:
         """§5 over the decoded rows: version first, then the row scan, then `plan_load`."""
         record = _header_record(session)
-        scan = scan_rows(rows)
+        with paused_collector():
+            # The typed load path over the rows spelled as lines, when every row is plainly
+            # well formed and every rule passes; else the exact row codec and pipeline.
+            lines = row_lines(rows)
+            fast = None
+            if lines is not None:
+                fast = plan_row_lines(
+                    record, lines, session_id=session[0], known_types=self.known_types
+                )
+            if fast is not None:
+                header, events, closers = fast
+                stored = RowScan(events[: len(events) - len(closers)])
+                return _Plan(header, events, closers, stored, session[10])
+        scan = scan_rows([Row(*r) for r in rows])
         with paused_collector():
             # The decoded events as they are, when each passes the per-event rules; else
             # the exact pipeline over their wire form, which names the error.
@@ -692,7 +706,7 @@ class SqliteStore:
             session = self._session_row(session_id)
             if session is None or session[10] != plan.revision:
                 raise _Restart
-            current = scan_rows(self._rows(session_id))
+            current = scan_rows([Row(*r) for r in self._rows(session_id)])
             planned = plan.scan.torn_from
             if planned is not None and current.torn_from != planned:
                 raise StaleRepair(
@@ -725,7 +739,7 @@ class SqliteStore:
         if start is None or start < 0 or type(from_seq) is bool:
             raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
         _, rows = self._read(canonical_text(session_id))
-        return scan_rows(rows).events[start:]
+        return scan_rows([Row(*r) for r in rows]).events[start:]
 
     def list(self) -> tuple[SessionHeader, ...]:
         """Headers of materialized sessions, sorted by id (no event rows are read).
