@@ -245,7 +245,7 @@ def test_a_line_called_lossless_holds_only_lossless_numbers(numbers: list[str], 
 @pytest.mark.parametrize("text", ["rewrite-166", "page1234", "see e100", "the1000"])
 def test_words_that_end_in_e_before_digits_are_not_taken_for_exponents(text: str) -> None:
     # Regression: ids such as `rewrite-166` read as an exponent of three digits, so
-    # every such payload was walked again by seed (a tenth of its time on a log of
+    # every such payload was walked again by seed (a quarter of its time on a log of
     # 10,000 replacements).
     from kernel.fastload import _no_lossy_number
 
