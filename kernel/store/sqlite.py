@@ -488,11 +488,20 @@ class SqliteStore:
 
     def _rows(self, session_id: str) -> list[tuple[Any, ...]]:
         """The session's rows as the database gives them (`Row` fields, in order)."""
-        cursor = self._conn.execute(
-            f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = CAST(? AS TEXT) ORDER BY seq",
-            (encode_text(session_id),),
-        )
-        return cursor.fetchall()
+        query = f"SELECT {_ROW_COLUMNS} FROM events WHERE session_id = CAST(? AS TEXT) ORDER BY seq"
+        parameters = (encode_text(session_id),)
+        conn = self._conn
+        # TEXT decoded in C first (a Python call per value is a twentieth of a load); a
+        # value that is not UTF-8 fails that fetch, and `decode_text` then reads each one.
+        conn.text_factory = str
+        try:
+            rows: list[tuple[Any, ...]] = conn.execute(query, parameters).fetchall()
+            return rows
+        except sqlite3.OperationalError:
+            pass
+        finally:
+            conn.text_factory = decode_text
+        return conn.execute(query, parameters).fetchall()
 
     def _location(self, session_id: str) -> str:
         return f"sqlite:{self.path}#{session_id}"
