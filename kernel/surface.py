@@ -114,20 +114,25 @@ def check_surface_marker(
         )
 
 
+def _cites_earlier_in_order(seq: int, sources: Any) -> bool:
+    """Whether `sources` is a non-empty tuple of seqs before `seq`, increasing (so none
+    twice): R7a-e hold for it, without the general check."""
+    return (
+        type(sources) is tuple
+        and bool(sources)
+        and sources[-1] < seq
+        and (len(sources) == 1 or all(map(lt, sources, sources[1:])))
+    )
+
+
 def _citations(
     event_type: str, seq: int, sources: Any, shadowed: Sequence[int], where: str
 ) -> None:
     """R7 a-f."""
-    if (
-        type(sources) is tuple
-        and sources
-        and sources[-1] < seq
-        and (len(sources) == 1 or all(map(lt, sources, sources[1:])))
-        and (not shadowed or set(sources).issuperset(shadowed))
+    if _cites_earlier_in_order(seq, sources) and (
+        not shadowed or set(sources).issuperset(shadowed)
     ):
-        # The common citations: earlier seqs, increasing (so none twice), covering
-        # every shadowed node.
-        return
+        return  # the common citations, covering every shadowed node
     if sources is None:
         if shadowed:
             raise ProvenanceError(
@@ -492,13 +497,7 @@ def is_plain_append(event_type: str, seq: int, sources: Any) -> bool:
     False when unsure; `SurfaceState.plan` then names any error.
     """
     return event_type in SURFACE_TYPES and (
-        sources is None
-        or (
-            type(sources) is tuple
-            and bool(sources)
-            and sources[-1] < seq
-            and (len(sources) == 1 or all(map(lt, sources, sources[1:])))
-        )
+        sources is None or _cites_earlier_in_order(seq, sources)
     )
 
 

@@ -515,27 +515,26 @@ class SqliteStore:
             return session, self._rows(session_id)
 
     def _plan(self, session: tuple[Any, ...], rows: list[tuple[Any, ...]]) -> _Plan:
-        """§5 over the decoded rows: version first, then the row scan, then `plan_load`."""
+        """§5 over the rows: version first, then the row scan, then `plan_load`.
+
+        The rows are first read as lines by the typed load path; when it leaves them,
+        they are decoded by the row codec, and the decoded events are planned as they
+        are; when a rule fails, the exact pipeline runs over their wire form and names
+        the error.
+        """
         record = _header_record(session)
+        session_id, known_types = session[0], self.known_types
         with paused_collector():
-            # The typed load path over the rows spelled as lines, when every row is plainly
-            # well formed and every rule passes; else the exact row codec and pipeline.
             lines = row_lines(rows)
-            fast = None
             if lines is not None:
-                fast = plan_row_lines(
-                    record, lines, session_id=session[0], known_types=self.known_types
-                )
-            if fast is not None:
-                header, events, closers = fast
-                stored = RowScan(events[: len(events) - len(closers)])
-                return _Plan(header, events, closers, stored, session[10])
-        scan = scan_rows([Row(*r) for r in rows])
-        with paused_collector():
-            # The decoded events as they are, when each passes the per-event rules; else
-            # the exact pipeline over their wire form, which names the error.
+                fast = plan_row_lines(record, lines, session_id=session_id, known_types=known_types)
+                if fast is not None:
+                    header, events, closers = fast
+                    stored = RowScan(events[: len(events) - len(closers)])
+                    return _Plan(header, events, closers, stored, session[10])
+            scan = scan_rows([Row(*r) for r in rows])
             planned = plan_decoded_events(
-                record, list(scan.events), session_id=session[0], known_types=self.known_types
+                record, list(scan.events), session_id=session_id, known_types=known_types
             )
             if planned is None:
                 raw_scan = RawScan(
@@ -544,7 +543,7 @@ class SqliteStore:
                     committed_bytes=0,
                     total_bytes=0,
                 )
-                planned = plan_load(raw_scan, session_id=session[0], known_types=self.known_types)
+                planned = plan_load(raw_scan, session_id=session_id, known_types=known_types)
         header, events, closers = planned
         return _Plan(header, events, closers, scan, session[10])
 
