@@ -48,8 +48,6 @@ __all__ = (
     "PRESENT_NULL",
 )
 
-_EVOLVER: Final[type[Any]] = type(pvector().evolver())
-
 PRESENT_NULL: Final = object()
 """Stands for a wire `sourceEventSeqs` key that is present with the value null."""
 
@@ -130,7 +128,8 @@ def _citations(
 ) -> None:
     """R7 a-f."""
     if _cites_earlier_in_order(seq, sources) and (
-        not shadowed or set(sources).issuperset(shadowed)
+        not shadowed
+        or (shadowed[0] in sources if len(shadowed) == 1 else set(sources).issuperset(shadowed))
     ):
         return  # the common citations, covering every shadowed node
     if sources is None:
@@ -213,9 +212,9 @@ class SurfaceState:
     so one step from a current node (past at most one emptied slot) reaches the
     next current node, and a range is walked in O(its length). `slot_of[seq]` is
     the slot a seq took (-1: none), so R8 finds an endpoint in O(log n). A step
-    costs O(shadowed + log n). The vectors are persistent, except inside
-    `surface_state_over`, which keeps only its last state and steps pyrsistent
-    evolvers (the same calls, mutating).
+    costs O(shadowed + log n). The vectors are persistent, except in a `mutable`
+    state (lists, stepped in place), which a pass that keeps only its last state
+    uses (`surface_state_over`, `SessionLog.seed`).
     """
 
     slots: PVector[int] = attrs.field(factory=pvector)
@@ -239,23 +238,21 @@ class SurfaceState:
 
     @classmethod
     def mutable(cls) -> SurfaceState:
-        """An empty state over pyrsistent evolvers, for a pass that keeps only its last state.
+        """An empty state over plain lists, for a pass that keeps only its last state.
 
         Stepping it changes it in place (a step raises before it changes anything);
-        `persistent` ends the pass, and only its result's `nodes` are read. New
-        persistent vectors at every step would each be
-        walked whole by every collection of the young generation.
+        `persistent` ends the pass, and only its result is read. New persistent
+        vectors at every step would each be walked whole by every collection of the
+        young generation, and a list is the cheapest to step.
         """
-        return cls(*[cast(Any, pvector().evolver()) for _ in range(3)])
+        return cls(*[cast(Any, []) for _ in range(3)])
 
     def persistent(self) -> SurfaceState:
         """The persistent state a `mutable` one has reached."""
         slots: Any = self.slots
-        if type(slots) is not _EVOLVER:
+        if type(slots) is not list:
             return self
-        slot_of: Any = self.slot_of
-        replacements: Any = self.replacements
-        return SurfaceState(slots.persistent(), slot_of.persistent(), replacements.persistent())
+        return SurfaceState(pvector(slots), pvector(self.slot_of), pvector(self.replacements))
 
     def slot(self, seq: int) -> int | None:
         """The slot of `seq` if it is currently on the surface, else None."""
@@ -297,61 +294,64 @@ class SurfaceState:
         """
         if op is None:
             return self
-        slots = self.slots
+        slots: Any = self.slots  # a PVector, or a list in a `mutable` state
         if type(op) is Append:  # APPEND, or a copy of it that pickling made
             _citations(event_type, seq, sources, (), where)
-            nodes = self._nodes
-            slot = len(slots)  # before the append, which may mutate (see `surface_state_over`)
-            return SurfaceState(
-                slots.append(seq),
-                _indexed(self.slot_of, seq, slot),
-                self.replacements,
-                None if nodes is None else nodes.append(seq),
-            )
-        i = self.slot(op.start)
+            return self.extended((seq,))
+        start, end = op.start, op.end
+        i = self.slot(start)
         if i is None:
             raise ReplaceRangeError(
-                f"{where}: replace start seq {op.start} not found in surface (R8)", seq=seq
+                f"{where}: replace start seq {start} not found in surface (R8)", seq=seq
             )
-        j = self.slot(op.end)
-        if j is None:
-            raise ReplaceRangeError(
-                f"{where}: replace end seq {op.end} not found in surface (R8)", seq=seq
-            )
-        if i > j:
-            raise ReplaceRangeError(
-                f"{where}: replace start {op.start} is after end {op.end} on the surface (R8)",
-                seq=seq,
-            )
-        walked, shadowed = self._walk(i, j)
+        if type(end) is int and end == start:  # a one-node rewrite, the common replace
+            j = i
+            walked: Sequence[int] = (i,)
+            shadowed: tuple[int, ...] = (slots[i],)
+        else:
+            found = self.slot(end)
+            if found is None:
+                raise ReplaceRangeError(
+                    f"{where}: replace end seq {end} not found in surface (R8)", seq=seq
+                )
+            j = found
+            if i > j:
+                raise ReplaceRangeError(
+                    f"{where}: replace start {start} is after end {end} on the surface (R8)",
+                    seq=seq,
+                )
+            walked, shadowed = self._walk(i, j)
         _citations(event_type, seq, sources, shadowed, where)
         if event_type == TOOL_RESULT:
             _check_rewrite(seq, data, shadowed, lookup, where)
-        mutable = type(slots) is _EVOLVER
-        if i == j:
-            slots = slots.set(i, seq)
-        else:
+        mutable = type(slots) is list
+        emptied: Any = slots if mutable else slots.evolver()
+        emptied[i] = seq
+        if i != j:
             after = j + 1
             if after < len(slots) and slots[after] < 0:
                 after = ~slots[after]
-            emptied: Any = slots if mutable else slots.evolver()
-            emptied[i] = seq
             emptied[i + 1] = ~after  # even when it was emptied before, by a replace from i
             for x in walked[1:]:
                 emptied[x] = ~after
-            slots = emptied if mutable else emptied.persistent()
-        slot_of = _indexed(self.slot_of, seq, i)
-        replacements = self.replacements.append(Replacement(seq, op.start, op.end, shadowed))
+        record = Replacement(seq, start, end, shadowed)
         if mutable:
-            return self  # its vectors changed in place; a mutable state has no `_nodes`
-        return SurfaceState(slots, slot_of, replacements)
+            _index(self.slot_of, seq, i)
+            self.replacements.append(record)
+            return self  # its lists changed in place; a mutable state has no `_nodes`
+        slot_of: Any = self.slot_of.evolver()
+        _index(slot_of, seq, i)
+        return SurfaceState(
+            emptied.persistent(), slot_of.persistent(), self.replacements.append(record)
+        )
 
     def extended(self, seqs: Sequence[int]) -> SurfaceState:
         """The state after appending the nodes `seqs` (increasing, each past every seq the
         state has seen): what stepping each append gives, once its R5 and R7 checks passed."""
         if not seqs:
             return self
-        slots, slot_of = self.slots, self.slot_of
+        slots: Any = self.slots  # a PVector, or a list in a `mutable` state
+        slot_of: Any = self.slot_of
         known = len(slot_of)
         indexed = [-1] * (seqs[-1] + 1 - known)  # seqs that never took a slot read -1
         if len(seqs) == 1:
@@ -359,7 +359,7 @@ class SurfaceState:
         else:
             # indexed[seq - known] = len(slots) + offset, for each seq, looped in C
             any(map(indexed.__setitem__, map(sub, seqs, repeat(known)), count(len(slots))))
-        if type(slots) is _EVOLVER:
+        if type(slots) is list:
             slots.extend(seqs)
             slot_of.extend(indexed)
             return self  # changed in place; a mutable state has no `_nodes`
@@ -391,12 +391,15 @@ class SurfaceState:
         return SurfaceFold(tuple(self.nodes), tuple(self.replacements))
 
 
-def _indexed(slot_of: PVector[int], seq: int, slot: int) -> PVector[int]:
-    """`slot_of` with `seq` at `slot`; seqs that never took a slot read -1."""
+def _index(slot_of: Any, seq: int, slot: int) -> None:
+    """Put `seq` at `slot` in a list or evolver `slot_of`; seqs that never took a slot read -1."""
     gap = seq - len(slot_of)
     if gap < 0:
-        return slot_of.set(seq, slot)
-    return (slot_of.extend([-1] * gap) if gap else slot_of).append(slot)
+        slot_of[seq] = slot
+        return
+    if gap:
+        slot_of.extend([-1] * gap)
+    slot_of.append(slot)
 
 
 def fold_surface(events: Iterable[Event], base: int = 0) -> SurfaceFold:

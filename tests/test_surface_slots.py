@@ -16,11 +16,13 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from pyrsistent import pvector
 
 import kernel.messages
 import kernel.surface
-from kernel import APPEND, Replace, SessionLog, derive_messages, fold_surface
-from kernel.errors import ReplaceRangeError
+from kernel import APPEND, Event, Replace, SessionLog, derive_messages, fold_surface
+from kernel.errors import ProvenanceError, ReplaceRangeError
+from kernel.surface import Replacement, SurfaceState
 from properties.laws._common import messages_plain, same_json
 from properties.model import messages_of, surface_of
 
@@ -149,6 +151,32 @@ def test_r8_seqs_off_the_surface_after_slot_reuse() -> None:
                 source_event_seqs=[0, 1, 2, 3, 4],
             )
     assert tuple(log.surface.nodes) == (4, 2)
+
+
+def test_one_node_rewrites_are_checked_as_ranges_are() -> None:
+    """A replace whose start is its end takes a shorter path (no walk): it finds the same
+    node, asks the same citations and names the same errors as a range does."""
+    log = SessionLog.empty().append("turn/start", {"turn": 1}, time=0)
+    for seq in range(1, 4):  # seqs 1-3 in slots 0-2
+        log = log.append("user/message", user(seq)["data"], time=seq, surface_op=APPEND)
+    with pytest.raises(ProvenanceError, match=r"missing \[2\] \(R7f\)"):
+        log.append(
+            "user/message", user(4)["data"], time=4, surface_op=Replace(2, 2), source_event_seqs=[1]
+        )
+
+    def lookup(seq: int) -> Event:
+        return log.events[seq]
+
+    not_an_int: Any = 2.0
+    state = log.surface
+    for mutable in (False, True):
+        if mutable:
+            state = SurfaceState.mutable().extended([1, 2, 3])
+        with pytest.raises(ReplaceRangeError, match=r"end seq 2\.0 not found"):
+            state.plan("user/message", 4, Replace(2, not_an_int), (2,), None, lookup, "w")
+        after = state.plan("user/message", 4, Replace(2, 2), (1, 2), None, lookup, "w").persistent()
+        assert tuple(after.nodes) == (1, 4, 3)
+        assert after.replacements == pvector([Replacement(4, 2, 2, (2,))])
 
 
 def executed_lines(work: Callable[[Any], object], argument: Any) -> int:
