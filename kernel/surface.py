@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
-from itertools import count, repeat
+from itertools import chain, count, repeat
 from operator import lt, sub
 from typing import Any, Final, cast
 
@@ -297,7 +297,11 @@ class SurfaceState:
         slots: Any = self.slots  # a PVector, or a list in a `mutable` state
         if type(op) is Append:  # APPEND, or a copy of it that pickling made
             _citations(event_type, seq, sources, (), where)
-            return self.extended((seq,))
+            if type(slots) is not list:
+                return self.extended((seq,))
+            _index(self.slot_of, seq, len(slots))
+            slots.append(seq)
+            return self  # changed in place; a mutable state has no `_nodes`
         start, end = op.start, op.end
         i = self.slot(start)
         if i is None:
@@ -460,36 +464,41 @@ def surface_state_over(
     has checked each event's shape steps the few surface events, not the whole log.
     """
     state = SurfaceState.mutable()  # only the last state is kept
-    appended: list[int] = []  # appends not yet applied to `state`, in log order
+    slots: list[int] = cast(Any, state.slots)
+    slot_of: list[int] = cast(Any, state.slot_of)
+    todo = iter(positions)
+    first = next(todo, None)
+    if first is None:
+        return SurfaceState()
+    # Every seq from here to the window's end may take a slot: index them all now, and
+    # cut the seqs after the last one that did at the end.
+    slot_of.extend([-1] * (base + len(window)))
 
     def lookup(seq: int) -> Event:
         return window[seq - base]
 
-    for event in map(window.__getitem__, positions):
+    for event in map(window.__getitem__, chain((first,), todo)):
         op = event.surface_op
         if type(op) is Append:
-            # An append's rules (R5, R7a-e) do not read the state: check them now, and
-            # apply a whole run of appends in one step.
-            if not is_plain_append(event.type, event.seq, event.source_event_seqs):
+            # An append's rules (R5, R7a-e) do not read the state.
+            seq = event.seq
+            if not is_plain_append(event.type, seq, event.source_event_seqs):
                 _check_append(event)
-            appended.append(event.seq)
-            continue
-        if appended:
-            state = state.extended(appended)
-            appended.clear()
-        if type(op) is Replace and event.type in SURFACE_TYPES:  # R5 holds
+            slot_of[seq] = len(slots)
+            slots.append(seq)
+        elif type(op) is Replace and event.type in SURFACE_TYPES:  # R5 holds
             # `where` is spelled only for an error: a failing plan has changed nothing,
             # so `step` runs it again, with it.
             try:
-                plan = state.plan(
+                state.plan(
                     event.type, event.seq, op, event.source_event_seqs, event.data, lookup, ""
                 )
             except KernelError:
-                plan = state.step(event, lookup)
-            state = plan
+                state.step(event, lookup)
         else:
-            state = state.step(event, lookup)
-    return state.extended(appended).persistent()
+            state.step(event, lookup)
+    del slot_of[max(slots, default=-1) + 1 :]
+    return state.persistent()
 
 
 def is_plain_append(event_type: str, seq: int, sources: Any) -> bool:

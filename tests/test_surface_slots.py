@@ -22,7 +22,7 @@ import kernel.messages
 import kernel.surface
 from kernel import APPEND, Event, Replace, SessionLog, derive_messages, fold_surface
 from kernel.errors import ProvenanceError, ReplaceRangeError
-from kernel.surface import Replacement, SurfaceState
+from kernel.surface import Replacement, SurfaceState, surface_state_of
 from properties.laws._common import messages_plain, same_json
 from properties.model import messages_of, surface_of
 
@@ -97,6 +97,12 @@ def test_issue_10_many_replacements_match_a_list_model(shape: str) -> None:
     assert same_json(messages_plain(restored.messages), expected)
     fold = fold_surface(restored.events)
     assert list(fold.nodes) == model.nodes
+    # the complete pass reaches the very state restore's admission pass does, and does
+    # when events the surface does not take come last
+    assert surface_state_of(restored.events) == restored.surface
+    wire.append({"type": "turn/start", "seq": len(wire), "time": 0, "data": {"turn": 1}})
+    restored = SessionLog.restore(wire)
+    assert surface_state_of(restored.events) == restored.surface
     assert [(r.seq, r.start, r.end, r.shadowed_seqs) for r in fold.replacements] == [
         (seq, start, end, tuple(shadowed)) for seq, start, end, shadowed in model.replacements
     ]
