@@ -297,11 +297,18 @@ class SurfaceState:
         slots: Any = self.slots  # a PVector, or a list in a `mutable` state
         if type(op) is Append:  # APPEND, or a copy of it that pickling made
             _citations(event_type, seq, sources, (), where)
-            if type(slots) is not list:
-                return self.extended((seq,))
-            _index(self.slot_of, seq, len(slots))
-            slots.append(seq)
-            return self  # changed in place; a mutable state has no `_nodes`
+            slot = len(slots)
+            if type(slots) is list:
+                _index(self.slot_of, seq, slot)
+                slots.append(seq)
+                return self  # changed in place; a mutable state has no `_nodes`
+            nodes = self._nodes
+            return SurfaceState(
+                slots.append(seq),
+                _indexed(self.slot_of, seq, slot),
+                self.replacements,
+                None if nodes is None else nodes.append(seq),
+            )
         start, end = op.start, op.end
         i = self.slot(start)
         if i is None:
@@ -329,25 +336,25 @@ class SurfaceState:
         if event_type == TOOL_RESULT:
             _check_rewrite(seq, data, shadowed, lookup, where)
         mutable = type(slots) is list
-        emptied: Any = slots if mutable else slots.evolver()
-        emptied[i] = seq
-        if i != j:
-            after = j + 1
-            if after < len(slots) and slots[after] < 0:
-                after = ~slots[after]
-            emptied[i + 1] = ~after  # even when it was emptied before, by a replace from i
-            for x in walked[1:]:
-                emptied[x] = ~after
+        if i == j and not mutable:
+            slots = slots.set(i, seq)
+        else:
+            emptied: Any = slots if mutable else slots.evolver()
+            emptied[i] = seq
+            if i != j:
+                after = j + 1
+                if after < len(slots) and slots[after] < 0:
+                    after = ~slots[after]
+                emptied[i + 1] = ~after  # even when it was emptied before, by a replace from i
+                for x in walked[1:]:
+                    emptied[x] = ~after
+            slots = emptied if mutable else emptied.persistent()
         record = Replacement(seq, start, end, shadowed)
         if mutable:
             _index(self.slot_of, seq, i)
             self.replacements.append(record)
             return self  # its lists changed in place; a mutable state has no `_nodes`
-        slot_of: Any = self.slot_of.evolver()
-        _index(slot_of, seq, i)
-        return SurfaceState(
-            emptied.persistent(), slot_of.persistent(), self.replacements.append(record)
-        )
+        return SurfaceState(slots, _indexed(self.slot_of, seq, i), self.replacements.append(record))
 
     def extended(self, seqs: Sequence[int]) -> SurfaceState:
         """The state after appending the nodes `seqs` (increasing, each past every seq the
@@ -395,8 +402,16 @@ class SurfaceState:
         return SurfaceFold(tuple(self.nodes), tuple(self.replacements))
 
 
+def _indexed(slot_of: PVector[int], seq: int, slot: int) -> PVector[int]:
+    """`slot_of` with `seq` at `slot`; seqs that never took a slot read -1."""
+    gap = seq - len(slot_of)
+    if gap < 0:
+        return slot_of.set(seq, slot)
+    return (slot_of.extend([-1] * gap) if gap else slot_of).append(slot)
+
+
 def _index(slot_of: Any, seq: int, slot: int) -> None:
-    """Put `seq` at `slot` in a list or evolver `slot_of`; seqs that never took a slot read -1."""
+    """`_indexed` in place, on a `mutable` state's list."""
     gap = seq - len(slot_of)
     if gap < 0:
         slot_of[seq] = slot
