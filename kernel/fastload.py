@@ -53,7 +53,14 @@ from kernel.repair import interrupted_turn_closers
 from kernel.rows import RowLines
 from kernel.surface import PRESENT_NULL, surface_state_over
 
-__all__ = ("TypedScan", "scan_events", "plan_events", "plan_decoded_events", "plan_row_lines")
+__all__ = (
+    "TypedScan",
+    "scan_events",
+    "plan_events",
+    "plan_decoded_events",
+    "scan_row_lines",
+    "plan_row_lines",
+)
 
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
 _KEYS_DECODER: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -400,19 +407,14 @@ def plan_decoded_events(
     return plan_events(header, events, session_id=session_id, known_types=known_types)
 
 
-def plan_row_lines(
-    header: dict[str, Any],
-    rows: RowLines,
-    *,
-    session_id: str | None,
-    known_types: Collection[str],
-) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
-    """`plan_events` over the rows of a SQLite session spelled as lines
-    (`kernel.rows.row_lines`), or None.
+def scan_row_lines(rows: RowLines) -> list[Event] | None:
+    """The stored events of a SQLite session's rows spelled as lines
+    (`kernel.rows.row_lines`), each line decoded once; or None.
 
-    None whenever the exact row pipeline might answer differently: a line the scan
-    refuses or cuts (a torn tail is the exact scan's to find), a packed row with too
-    few or too many members, or any rule `plan_events` leaves to the exact pipeline.
+    None whenever the row codec's scan (`kernel.rows.scan_rows`) might read the rows
+    differently: a line the typed scan refuses or cuts (a torn tail is the exact
+    scan's to find), a packed row with too few or too many members, or an event
+    that breaks a per-event rule.
     """
     events: list[Event] = []
     try:
@@ -422,5 +424,20 @@ def plan_row_lines(
     if scan is None or scan[0] != len(rows.lines) or scan[2] is not None:
         return None
     if not rows.member_counts_fit(len(events)):
+        return None
+    return events
+
+
+def plan_row_lines(
+    header: dict[str, Any],
+    rows: RowLines,
+    *,
+    session_id: str | None,
+    known_types: Collection[str],
+) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
+    """`plan_events` over `scan_row_lines`, or None when either leaves the rows to the
+    exact row pipeline."""
+    events = scan_row_lines(rows)
+    if events is None:
         return None
     return plan_events(header, events, session_id=session_id, known_types=known_types)

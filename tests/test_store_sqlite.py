@@ -38,9 +38,17 @@ from kernel.errors import (
     UnsupportedFormat,
 )
 from kernel.events import Event, SessionHeader
+from kernel.fastload import scan_row_lines
 from kernel.json import thaw
 from kernel.repair import interrupted_turn_closers
-from kernel.rows import MAX_ROW_DATA_BYTES, decode_data, decode_source_seqs
+from kernel.rows import (
+    MAX_ROW_DATA_BYTES,
+    Row,
+    decode_data,
+    decode_source_seqs,
+    row_lines,
+    scan_rows,
+)
 from kernel.store import (
     APPLICATION_ID,
     USER_VERSION,
@@ -943,6 +951,16 @@ def test_stored_rows_are_planned_as_they_are_with_the_exact_result(
             ]
             assert [thaw(e.data) for e in planned] == [thaw(e.data) for e in exact[1]]
         assert store.load("s-1", now=0).events == exact[1]
+        # read_from takes the typed scan of the lines, and reads what the row codec reads
+        lines = row_lines(store._read("s-1")[1])
+        assert lines is not None and scan_row_lines(lines) is not None
+        assert store.read_from("s-1", 0) == _codec_read(store, "s-1")
+        assert store.read_from("s-1", 3) == _codec_read(store, "s-1")[3:]
+
+
+def _codec_read(store: SqliteStore, session_id: str) -> tuple[Event, ...]:
+    """`read_from(session_id, 0)` as the row codec alone reads it."""
+    return scan_rows([Row(*r) for r in store._read(session_id)[1]]).events
 
 
 def test_a_stored_rule_violation_is_left_to_the_exact_pipeline(tmp_path: Path) -> None:
@@ -961,3 +979,8 @@ def test_a_stored_rule_violation_is_left_to_the_exact_pipeline(tmp_path: Path) -
         with pytest.raises(CorruptLog) as info:
             store.load("s-1", now=0)
         assert str(info.value) == str(exact) and "R10b" in str(info.value.__cause__)
+        # read_from admits nothing: it reads the rows as the row codec does
+        lines = row_lines(store._read("s-1")[1])
+        assert lines is not None and scan_row_lines(lines) is None
+        assert store.read_from("s-1", 0) == _codec_read(store, "s-1")
+        assert len(store.read_from("s-1", 0)) == len(events)

@@ -31,7 +31,7 @@ from kernel.errors import (
     SessionHeaderError,
 )
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
-from kernel.fastload import plan_decoded_events, plan_row_lines
+from kernel.fastload import plan_decoded_events, plan_row_lines, scan_row_lines
 from kernel.json import raw, safe_int
 from kernel.rows import (
     MAX_ROW_DATA_BYTES,
@@ -747,7 +747,12 @@ class SqliteStore:
         if start is None or start < 0 or type(from_seq) is bool:
             raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
         _, rows = self._read(canonical_text(session_id))
-        return scan_rows([Row(*r) for r in rows]).events[start:]
+        with paused_collector():
+            lines = row_lines(rows)
+            events = None if lines is None else scan_row_lines(lines)
+            if events is None:  # the row codec reads what the typed scan leaves
+                return scan_rows([Row(*r) for r in rows]).events[start:]
+        return tuple(events[start:])
 
     def list(self) -> tuple[SessionHeader, ...]:
         """Headers of materialized sessions, sorted by id (no event rows are read).
