@@ -59,6 +59,7 @@ from kernel.store import (
     SqliteStore,
     StoreError,
 )
+from kernel.store.sqlite import _row_scan
 
 HEADER = STORE_HEADER
 _log = seeded_log
@@ -488,6 +489,9 @@ def test_torn_rows_and_closers_in_one_transaction(tmp_path: Path) -> None:
     with SqliteStore(path) as store:
         _fill(store, prefix)
         _insert_garbage(path, len(prefix))
+        rows = store._read("s-1")[1]  # the torn tail is the row codec's to find
+        assert _row_scan(rows) == scan_rows([Row(*r) for r in rows])
+        assert _row_scan(rows).torn_from == len(prefix)
         revision = _revision(path)
         loaded = store.load("s-1", now=0)
         assert loaded.events == (*prefix, *interrupted_turn_closers(prefix))
@@ -951,9 +955,12 @@ def test_stored_rows_are_planned_as_they_are_with_the_exact_result(
             ]
             assert [thaw(e.data) for e in planned] == [thaw(e.data) for e in exact[1]]
         assert store.load("s-1", now=0).events == exact[1]
-        # read_from takes the typed scan of the lines, and reads what the row codec reads
-        lines = row_lines(store._read("s-1")[1])
+        # read_from and the repair transaction take the typed scan of the lines, and read
+        # what the row codec reads
+        rows = store._read("s-1")[1]
+        lines = row_lines(rows)
         assert lines is not None and scan_row_lines(lines) is not None
+        assert _row_scan(rows) == scan_rows([Row(*r) for r in rows])
         assert store.read_from("s-1", 0) == _codec_read(store, "s-1")
         assert store.read_from("s-1", 3) == _codec_read(store, "s-1")[3:]
 

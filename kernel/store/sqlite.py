@@ -279,6 +279,17 @@ class _Plan:
     revision: int
 
 
+def _row_scan(rows: list[tuple[Any, ...]]) -> RowScan:
+    """`scan_rows` of the database's row tuples: by the typed scan of the rows spelled
+    as lines when it reads every row, else by the row codec (a torn tail, a row not
+    plainly well formed, an event that breaks a per-event rule)."""
+    lines = row_lines(rows)
+    events = None if lines is None else scan_row_lines(lines)
+    if events is None:
+        return scan_rows([Row(*r) for r in rows])
+    return RowScan(tuple(events))
+
+
 class SqliteStore:
     """Sessions in a SQLite database at `path` (docs/format/persistence.md §7).
 
@@ -714,7 +725,7 @@ class SqliteStore:
             session = self._session_row(session_id)
             if session is None or session[10] != plan.revision:
                 raise _Restart
-            current = scan_rows([Row(*r) for r in self._rows(session_id)])
+            current = _row_scan(self._rows(session_id))
             planned = plan.scan.torn_from
             if planned is not None and current.torn_from != planned:
                 raise StaleRepair(
@@ -748,11 +759,7 @@ class SqliteStore:
             raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
         _, rows = self._read(canonical_text(session_id))
         with paused_collector():
-            lines = row_lines(rows)
-            events = None if lines is None else scan_row_lines(lines)
-            if events is None:  # the row codec reads what the typed scan leaves
-                return scan_rows([Row(*r) for r in rows]).events[start:]
-        return tuple(events[start:])
+            return _row_scan(rows).events[start:]
 
     def list(self) -> tuple[SessionHeader, ...]:
         """Headers of materialized sessions, sorted by id (no event rows are read).
