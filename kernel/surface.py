@@ -3,9 +3,11 @@
 One state type, `SurfaceState`; the complete fold is its step folded over a log,
 and `SessionLog` keeps the same state incrementally. A step returns a new state
 or raises; since states are persistent values, a rejected event changes nothing
-(R13). Checks run in docs/format/admission.md §3 order: R5, R6, then R7 (append) or
-R8, R7, R9 (replace). Nodes live in slots that never move, so a replace costs
-what it shadows, not the surface length (`SurfaceState`; the design record is
+(R13). (A pass that keeps only its last state steps a `mutable` one in place,
+after every check has passed.) Checks run in docs/format/admission.md §3 order:
+R5, R6, then R7 (append) or R8, R7, R9 (replace). Nodes live in slots that never
+move, so a replace costs what it shadows, not the surface length
+(`SurfaceState`; the design record is
 docs/rfc/implemented/architecture/2026-12-01-linear-surface-and-history.md).
 """
 
