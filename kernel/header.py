@@ -20,6 +20,7 @@ from kernel.json import (
     MAX_SAFE_INTEGER,
     FrozenArray,
     FrozenObject,
+    canonical_text,
     freeze,
     json_equal,
     raw,
@@ -238,7 +239,8 @@ def ordered_json_equal(a: Any, b: Any) -> bool:
 
     Objects need the same keys in the same JavaScript enumeration order (array-index
     keys ascending first, then insertion order); numbers compare by value; a boolean
-    never equals a number. Iterative, so depth is bounded by memory.
+    never equals a number; strings compare as UTF-16 (a split surrogate pair is the
+    character it encodes). Iterative, so depth is bounded by memory.
 
     >>> ordered_json_equal({"a": 1, "b": [1.0]}, {"a": 1.0, "b": [1]})
     True
@@ -253,15 +255,17 @@ def ordered_json_equal(a: Any, b: Any) -> bool:
         if kind != _json_kind(y):
             return False
         if kind == "object":
-            keys = _enumeration_order(x)
-            if keys != _enumeration_order(y):
+            keys_x, keys_y = _enumeration_order(x), _enumeration_order(y)
+            if keys_x != keys_y and list(map(canonical_text, keys_x)) != list(
+                map(canonical_text, keys_y)
+            ):
                 return False
-            stack.extend((x[k], y[k]) for k in keys)
+            stack.extend((x[kx], y[ky]) for kx, ky in zip(keys_x, keys_y, strict=True))
         elif kind == "array":
             if len(x) != len(y):
                 return False
             stack.extend(zip(x, y, strict=True))
-        elif x != y:
+        elif x != y and (kind != "string" or canonical_text(x) != canonical_text(y)):
             return False
     return True
 

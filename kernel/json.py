@@ -763,10 +763,15 @@ class _ListSlot:
 
 
 def json_equal(a: Any, b: Any) -> bool:
-    """Structural JSON equality (docs/format/events.md §1.4): numbers by value, never a bool.
+    r"""Structural JSON equality (docs/format/events.md §1.4): numbers by value, never a bool.
+
+    Strings compare as the format's UTF-16 strings: a split surrogate pair equals
+    the character it encodes, in values and in object keys.
 
     >>> json_equal({"a": 1.0}, {"a": 1}), json_equal([True], [1])
     (True, False)
+    >>> json_equal({"\ud83d\ude42": "\ud83d\ude42"}, {"\U0001f642": "\U0001f642"})
+    True
     """
     stack: list[tuple[Any, Any]] = [(a, b)]
     while stack:
@@ -778,8 +783,14 @@ def json_equal(a: Any, b: Any) -> bool:
                 return False
             for k, v in x.items():
                 if k not in y:
-                    return False
+                    break
                 stack.append((v, y[k]))
+            else:
+                continue
+            pairs = _members_by_joined_key(x, y)
+            if pairs is None:
+                return False
+            stack.extend(pairs)
         elif tx is list or tx is tuple:
             if not (ty is list or ty is tuple) or len(x) != len(y):
                 return False
@@ -790,6 +801,21 @@ def json_equal(a: Any, b: Any) -> bool:
         elif (tx is int or tx is float) and (ty is int or ty is float):
             if x != y:
                 return False
-        elif tx is not ty or x != y:
+        elif tx is not ty or (x != y and (tx is not str or canonical_text(x) != canonical_text(y))):
             return False
     return True
+
+
+def _members_by_joined_key(
+    x: Mapping[str, Any], y: Mapping[str, Any]
+) -> list[tuple[Any, Any]] | None:
+    """The value pairs of two objects matched by key with split pairs joined; None if unmatched.
+
+    An object two of whose keys join to one has no JSON spelling (a duplicate key)
+    and equals nothing but itself, which the identical-key path above handles.
+    """
+    joined_x = {canonical_text(k): v for k, v in x.items()}
+    joined_y = {canonical_text(k): v for k, v in y.items()}
+    if len(joined_x) != len(x) or len(joined_y) != len(y) or joined_x.keys() != joined_y.keys():
+        return None
+    return [(v, joined_y[k]) for k, v in joined_x.items()]

@@ -24,7 +24,6 @@ __all__ = (
     "append_all",
     "strict_text",
     "same_json",
-    "same_json_text",
     "messages_plain",
     "error_named",
 )
@@ -80,30 +79,6 @@ def strict_text(value: Any) -> str:
 def same_json(a: Any, b: Any) -> bool:
     """Structural JSON equality (docs/format/events.md §1.4) of frozen or plain values."""
     return json_equal(thaw(a), thaw(b))
-
-
-def _paired(text: str) -> str:
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-
-
-def _pair_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return _paired(value)
-    if isinstance(value, Mapping):
-        return {_paired(k): _pair_surrogates(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_pair_surrogates(v) for v in value]
-    return value
-
-
-def same_json_text(a: Any, b: Any) -> bool:
-    """JSON equality of values that went through JSON text: strings compare as UTF-16.
-
-    In JSON text (and JavaScript) a high surrogate followed by a low surrogate *is*
-    the astral character they encode, so `"\\ud83d\\ude42"` reads back as one code
-    point; only that difference is forgiven.
-    """
-    return json_equal(_pair_surrogates(thaw(a)), _pair_surrogates(thaw(b)))
 
 
 def messages_plain(messages: Sequence[Any]) -> list[Any]:

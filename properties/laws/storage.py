@@ -24,7 +24,7 @@ from kernel.json import thaw
 from kernel.jsontext import encode_json_bytes
 from kernel.messages import derive_messages
 from kernel.repair import interrupted_turn_closers
-from properties.laws._common import as_events, as_wire, same_json, same_json_text
+from properties.laws._common import as_events, as_wire, same_json
 from properties.report import check, violated
 from properties.spelling import header_line, stringify
 
@@ -85,7 +85,7 @@ def law_storage_round_trip(
         return
     loaded = store.load(header["id"], now=0)
     check(
-        same_json_text(_json(loaded.events), _json(events)) and len(loaded.events) == len(events),
+        same_json(_json(loaded.events), _json(events)) and len(loaded.events) == len(events),
         law,
         "loaded events differ from the appended events",
         log=_json(events),
@@ -532,7 +532,7 @@ def law_byte_exact_writer(header: Mapping[str, Any], log: Any, pack: bool = True
         parsed = json.loads(line)
         original = by_seq[record.seq] if isinstance(record, Event) else thaw(record)
         check(
-            same_json_text(parsed, original),
+            same_json(parsed, original),
             law,
             "a line does not parse back to its record",
             line=line,
