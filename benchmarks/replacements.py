@@ -1,4 +1,4 @@
-"""Benchmark: load time against the number of surface replacements (issue 10).
+"""Benchmark: load time against the number of surface replacements.
 
     python3 benchmarks/replacements.py                  # N = 1000 and 8000
     python3 benchmarks/replacements.py --sizes 1000 2000 4000

@@ -41,6 +41,7 @@ def test_compaction_heavy_log_admits_at_its_replacement_rate(rate: int) -> None:
     assert 0.5 < share < 0.7
 
 
+@pytest.mark.slow
 def test_compaction_heavy_log_has_900_replacements_per_100k_events_by_default() -> None:
     wire = compaction_heavy_log(20_000, 3)
     assert count_replacements(wire) * 100_000 >= 900 * len(wire)
@@ -59,6 +60,7 @@ def test_realistic_log_admits() -> None:
     _admits(realistic_log(3000, 1))
 
 
+@pytest.mark.slow
 def test_lean_harness_runs_every_measure_on_every_log(tmp_path: Path) -> None:
     figures = tmp_path / "figures.json"
     command = [sys.executable, str(BENCHMARKS / "lean.py"), "--sizes", "2000"]
@@ -83,6 +85,7 @@ def test_lean_harness_runs_every_measure_on_every_log(tmp_path: Path) -> None:
         assert sum(row.startswith(label) for row in rows) >= len(report["logs"]), measure.label
 
 
+@pytest.mark.slow
 def test_zstd_bomb_benchmark_refuses_both_bombs(capsys: pytest.CaptureFixture[str]) -> None:
     from zstd_bomb import main
 

@@ -536,6 +536,7 @@ def chunk_batches(draw: st.DrawFn) -> list[Event]:
     return events
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(chunk_batches())
 def test_p7_chunk_row_round_trip_is_exact(batch: list[Event]) -> None:
@@ -549,6 +550,7 @@ def test_p7_chunk_row_round_trip_is_exact(batch: list[Event]) -> None:
             assert len(record["data"]["dt"]) >= 2
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(chunk_batches(), st.integers(3, 5), st.integers(0, 400))
 def test_p7_4_bounded_packing_round_trips_within_bounds(

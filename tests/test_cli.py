@@ -257,6 +257,7 @@ def test_inspect_clean_log_tables_show_every_section(tmp_path: Path) -> None:
     assert "open" not in proc.stdout.split("Turns", 1)[1].split("Surface", 1)[0]
 
 
+@pytest.mark.slow
 def test_inspect_compaction_log_lists_the_replacement_and_summary_first(tmp_path: Path) -> None:
     b, replace_seq, shadowed = compaction_log()
     path = tmp_path / "compaction.jsonl"
@@ -277,6 +278,7 @@ def test_inspect_compaction_log_lists_the_replacement_and_summary_first(tmp_path
     assert "Replacements" in text and "sum-1" in text
 
 
+@pytest.mark.slow
 def test_inspect_crash_log_reports_torn_tail_open_turn_and_closers(tmp_path: Path) -> None:
     b = crash_log()
     committed = write_jsonl(header("crash"), b.events)
@@ -323,6 +325,7 @@ def test_inspect_crash_log_reports_torn_tail_open_turn_and_closers(tmp_path: Pat
         assert fragment in text
 
 
+@pytest.mark.slow
 def test_inspect_zstd_log_derives_what_the_plain_log_does(tmp_path: Path) -> None:
     b, _, _ = compaction_log()
     plain, framed = tmp_path / "a.jsonl", tmp_path / "a.jsonl.zstd"
@@ -373,6 +376,7 @@ def test_corrupt_log_is_one_line_naming_the_error_class(tmp_path: Path) -> None:
     assert "CorruptLog" in lines[0] and str(path) in lines[0]
 
 
+@pytest.mark.slow
 def test_foreign_version_exits_3_and_missing_file_exits_2(tmp_path: Path) -> None:
     future = tmp_path / "future.jsonl"
     future.write_bytes(b'{"type":"session","version":2,"id":"f","createdAt":0}\n')
@@ -430,6 +434,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, in
     return root, generated_corpus(root, 300)
 
 
+@pytest.mark.slow
 def test_verify_generated_corpus_in_parallel_summarizes_and_exits_0(
     corpus: tuple[Path, dict[str, int]],
 ) -> None:
@@ -458,6 +463,7 @@ def test_verify_generated_corpus_in_parallel_summarizes_and_exits_0(
     assert all(log["problems"] == [] for log in report["logs"])
 
 
+@pytest.mark.slow
 def test_verify_table_output_matches_the_json_summary(
     corpus: tuple[Path, dict[str, int]],
 ) -> None:
@@ -478,6 +484,7 @@ def test_verify_table_output_matches_the_json_summary(
     assert "interrupted final turn" in proc.stdout
 
 
+@pytest.mark.slow
 def test_verify_exits_1_on_corruption_and_names_the_log(
     corpus: tuple[Path, dict[str, int]], tmp_path: Path
 ) -> None:
@@ -543,6 +550,7 @@ def test_verify_reports_a_call_left_unanswered_before_the_next_assistant_message
 # -- repair --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_repair_dry_run_writes_nothing_then_repair_twice_does_nothing_the_second_time(
     tmp_path: Path,
 ) -> None:
@@ -630,6 +638,7 @@ def sqlite_db(path: Path) -> int:
     return len(events)
 
 
+@pytest.mark.slow
 def test_sqlite_inspect_verify_and_repair_every_session(tmp_path: Path) -> None:
     db = tmp_path / "sessions.db"
     prefix = sqlite_db(db)
@@ -686,7 +695,7 @@ def test_verify_refuses_a_foreign_sqlite_database_without_writing_to_it(tmp_path
 
 
 def test_verify_calls_a_truncated_or_page_damaged_database_invalid(tmp_path: Path) -> None:
-    # Issue 9 item 13: a truncated database was "unsupported", a page-damaged one "invalid".
+    # A truncated database used to be "unsupported", a page-damaged one "invalid".
     good = tmp_path / "good.db"
     sqlite_db(good)
     data = good.read_bytes()
@@ -728,7 +737,7 @@ def test_verify_reports_a_non_kernel_exception_as_an_internal_error(
     assert verifying.exit_status(verifying.summarize([result])) == exits.INTERNAL
 
 
-# -- reliability: never a traceback, every unreadable path counted (issue 9) ---------------------
+# -- reliability: never a traceback, every unreadable path counted -------------------------------
 
 CONTROLS = frozenset(chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))) - {"\n", "\t"}
 """What must never reach a terminal raw: C0 controls but newline and tab, DEL, C1 controls."""
@@ -787,7 +796,7 @@ def write_clean(path: Path, session: str = "clean") -> Path:
     return path
 
 
-# item 11: an unexpected error is one line naming the log, exit 4; verify carries on
+# An unexpected error is one line naming the log, exit 4; verify carries on
 
 
 def test_unexpected_exception_is_one_line_naming_the_log_exit_4(
@@ -872,7 +881,7 @@ def test_inspect_json_writes_a_lone_surrogate_in_log_text_as_its_escape(tmp_path
     assert proc.returncode == 0 and "lone \\ud800 half" in proc.stdout
 
 
-# item 12: unreadable directories and files are counted and reported; the rest is verified
+# Unreadable directories and files are counted and reported; the rest is verified
 
 
 def test_verify_reports_an_unreadable_subdirectory(
@@ -955,9 +964,10 @@ def test_verify_counts_dangling_links_and_fifos_named_like_logs(tmp_path: Path) 
     assert code == 2  # nothing invalid: the unreadable paths decide
 
 
-# item 14: control characters from a log are escaped in everything printed
+# Control characters from a log are escaped in everything printed
 
 
+@pytest.mark.slow
 def test_inspect_escapes_terminal_control_sequences_from_the_log(tmp_path: Path) -> None:
     title, clear, csi = "\x1b]0;PWNED\x07", "\x1b[2J", "\x9b31m"
     b = Builder()
@@ -982,6 +992,7 @@ def test_inspect_escapes_terminal_control_sequences_from_the_log(tmp_path: Path)
     assert doc["messages"][0]["content"][0]["preview"] == f"hello {title} world {csi}red over"
 
 
+@pytest.mark.slow
 def test_error_lines_and_verify_tables_escape_control_characters(tmp_path: Path) -> None:
     future = tmp_path / "future.jsonl"
     future.write_text(
@@ -998,9 +1009,10 @@ def test_error_lines_and_verify_tables_escape_control_characters(tmp_path: Path)
     assert raw_controls(proc.stdout) == set() and "f\\x1b]0;PWNED\\x07" in proc.stdout
 
 
-# item 15: non-regular files are refused, hidden directories passed over, --exclude
+# Non-regular files are refused, hidden directories passed over, --exclude
 
 
+@pytest.mark.slow
 def test_inspect_and_repair_refuse_a_fifo_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
@@ -1014,6 +1026,7 @@ def test_inspect_and_repair_refuse_a_fifo_without_blocking(tmp_path: Path) -> No
     assert code == 2 and report["logs"][0]["status"] == "unreadable"
 
 
+@pytest.mark.slow
 def test_verify_passes_over_hidden_directories_and_files_unless_asked(tmp_path: Path) -> None:
     write_clean(tmp_path / "a.jsonl")
     (tmp_path / ".mypy_cache").mkdir()

@@ -313,6 +313,7 @@ FUZZ_SETTINGS = settings(max_examples=4 * (settings.default or settings()).max_e
 """Four times the profile's examples: a run costs milliseconds (about 5 s in all under `ci`)."""
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(hostile_file())
 def test_cli_on_hostile_files_exits_cleanly(file: tuple[str, bytes]) -> None:
@@ -337,6 +338,7 @@ def test_fuzz_laws_see_raw_controls() -> None:
     assert {"\x00", "\x7f", "\x9b"} <= CONTROLS
 
 
+@pytest.mark.slow
 def test_real_entry_point_on_a_hostile_tree(tmp_path: Path) -> None:
     # A few cases through `python -m kernel.cli`, with the interpreter's own stdout and stderr.
     rng = random.Random(9)

@@ -1,4 +1,4 @@
-"""Corpus verification (issue 13): one per-log check on three executors, the report, bad input.
+"""Corpus verification: one per-log check on three executors, the report, bad input.
 
 A corpus of ~200 generated logs (benchmarks/corpus.py: clean, cut mid-turn,
 torn, corrupted, breaking an invariant, Zstandard, and one SQLite database of
@@ -107,6 +107,7 @@ def reference(files: tuple[tuple[str, str], ...]) -> list[CorpusResult]:
     return ordered(verify_tasks(files, executor=InProcess(), now=NOW))
 
 
+@pytest.mark.slow
 def test_in_process_report_has_one_row_per_log_with_the_status_it_was_made_with(
     reference: list[CorpusResult],
 ) -> None:
@@ -156,12 +157,14 @@ def dask_rows(files: tuple[tuple[str, str], ...], client: Any) -> list[CorpusRes
     return ordered(verify_tasks(files, executor=Dask(client=client, batch=1), now=NOW))
 
 
+@pytest.mark.slow
 def test_process_pool_report_equals_in_process_row_for_row(
     pool_rows: list[CorpusResult], reference: list[CorpusResult]
 ) -> None:
     assert pool_rows == reference
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_report_equals_in_process_row_for_row(
     dask_rows: list[CorpusResult], reference: list[CorpusResult]
 ) -> None:
@@ -175,6 +178,7 @@ def test_dask_tasks_of_several_logs_give_the_same_rows(
     assert batched == reference
 
 
+@pytest.mark.slow
 def test_reports_written_from_each_executor_are_equal_but_for_timing(
     tmp_path: Path,
     reference: list[CorpusResult],
@@ -194,6 +198,7 @@ def test_reports_written_from_each_executor_are_equal_but_for_timing(
     pd.testing.assert_frame_equal(frames[0], frames[2])
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_reruns_its_tasks_and_every_log_is_reported_once(
     files: tuple[tuple[str, str], ...], reference: list[CorpusResult], client: Any
 ) -> None:
@@ -234,6 +239,7 @@ def kill_a_pool_worker_mid_run(
     return rows, len(made)
 
 
+@pytest.mark.slow
 def test_a_pool_worker_killed_mid_run_reruns_its_window_with_a_retry(
     files: tuple[tuple[str, str], ...], reference: list[CorpusResult]
 ) -> None:
@@ -242,6 +248,7 @@ def test_a_pool_worker_killed_mid_run_reruns_its_window_with_a_retry(
     assert ordered(rows) == reference  # complete, no duplicates, nothing marked error
 
 
+@pytest.mark.slow
 def test_a_pool_worker_killed_without_retries_marks_its_window_error_once(
     files: tuple[tuple[str, str], ...], reference: list[CorpusResult]
 ) -> None:
@@ -263,6 +270,7 @@ def poison_check(task: Task) -> tuple[CorpusResult, ...]:
     return check_task(task, NOW)
 
 
+@pytest.mark.slow
 def test_a_task_that_kills_its_workers_is_reported_error_and_the_rest_once(
     tmp_path: Path,
 ) -> None:
@@ -384,6 +392,7 @@ def test_an_empty_report_still_has_the_schema(tmp_path: Path) -> None:
 # -- the command ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_verify_writes_the_report_and_keeps_its_json_output(
     tmp_path: Path, corpus_root: Path, reference: list[CorpusResult]
 ) -> None:
@@ -402,6 +411,7 @@ def test_verify_writes_the_report_and_keeps_its_json_output(
     assert [log["path"] for log in document["logs"]] == list(frame["path"])
 
 
+@pytest.mark.slow
 def test_verify_on_a_local_dask_cluster_writes_the_in_process_report(
     tmp_path: Path, corpus_root: Path, reference: list[CorpusResult]
 ) -> None:
@@ -422,6 +432,7 @@ def test_verify_on_a_local_dask_cluster_writes_the_in_process_report(
     pd.testing.assert_frame_equal(*frames)
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_one_line_exit_2_and_writes_nothing(
     tmp_path: Path,
     corpus_root: Path,

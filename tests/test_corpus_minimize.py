@@ -1,4 +1,4 @@
-"""Minimal counterexamples (issue 13): shortest failing prefix, then ddmin, to a 1-minimal log.
+"""Minimal counterexamples: shortest failing prefix, then ddmin, to a 1-minimal log.
 
 One seeded failure per invariant rule a loaded log can break (`seq-order`
 cannot be: admission R4 keeps seqs contiguous), each in an otherwise clean
@@ -168,6 +168,7 @@ def test_ddmin_finds_a_1_minimal_subset_of_a_known_predicate() -> None:
     assert len(found) == 2 or set(found) == {3, 11, 12}
 
 
+@pytest.mark.slow
 @given(
     st.integers(1, 60).flatmap(
         lambda n: st.tuples(
@@ -212,6 +213,7 @@ def test_renumbered_remaps_citations_and_drops_cited_events_that_went() -> None:
     assert without_call is not None and without_call[result - 1].source_event_seqs == ()
 
 
+@pytest.mark.slow
 def test_verify_minimize_writes_one_jsonl_per_failing_log_beside_the_report(
     tmp_path: Path,
 ) -> None:

@@ -536,6 +536,7 @@ def test_rfc_index_lists_every_record_under_its_lifecycle_and_class() -> None:
     assert index_problems(ROOT) == []
 
 
+@pytest.mark.slow
 def test_docs_paths_cited_in_code_and_tests_exist() -> None:
     assert dangling_doc_references(ROOT) == []
 

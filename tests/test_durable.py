@@ -697,6 +697,7 @@ def test_round_trip_scan_of_write_is_the_log(events: list[Event], pack: bool) ->
     assert write_jsonl(HEADER_RECORD, events, pack_chunks=False).count(b"\n") == len(events) + 1
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(stored_logs(max_turns=2), st.booleans())
 def test_p37_every_byte_cut_loads_the_complete_prefix_plus_closers(

@@ -159,6 +159,7 @@ _RESPELLINGS: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("respelling", sorted(_RESPELLINGS))
 @given(log=gen.loop_logs(rich=True, max_actions=3), pick=st.integers(0, 10**6))
 def test_unusual_spellings_agree(respelling: str, log: Any, pick: int) -> None:
@@ -171,6 +172,7 @@ def test_unusual_spellings_agree(respelling: str, log: Any, pick: int) -> None:
     _same_plain(b"\n".join(lines))
 
 
+@pytest.mark.slow
 @given(gen.loop_logs(max_actions=3), st.integers(0, 10**6), st.integers(0, 7))
 def test_flipped_bits_agree(log: Any, at: int, bit: int) -> None:
     data = bytearray(write_jsonl(HEADER, as_events(log)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -203,6 +204,7 @@ def test_append_raises_only_kernel_errors(
         base.append(event_type, data, time=time, surface_op=op, source_event_seqs=sources)
 
 
+@pytest.mark.slow
 def test_twenty_thousand_deep_nesting_is_admitted_without_recursion_error() -> None:
     value: Any = 1
     for _ in range(20_000):

@@ -394,6 +394,7 @@ def shown(events: Any) -> str:
     return "\n".join(encode_json_bytes(event_to_wire(e)).decode() for e in events)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(framed_logs(), st.booleans())
 def test_p37_zstd_every_cut_at_or_after_the_header_frame_loads(
@@ -435,7 +436,7 @@ def test_p37_zstd_every_cut_at_or_after_the_header_frame_loads(
             assert loaded.torn_frame.recovered == tuple(events[safe:n])
 
 
-# -- damage followed by complete frames is corruption, never a torn tail (issue 9 item 2) --------
+# -- damage followed by complete frames is corruption, never a torn tail ------------------------
 
 
 def turn_batches(words: list[int], *, open_tail: bool) -> list[list[Event]]:
@@ -503,7 +504,7 @@ def last_turn_end(events: list[Event]) -> int:
 def test_p8_a_flipped_block_size_bit_in_an_early_frame_is_corrupt_not_a_torn_tail() -> None:
     """One bit in the block-size field of a committed frame made the scan run past the end
     of the file; the log loaded as torn right after frame 1 and repair deleted every later
-    frame (issue 9 item 2: a 44-frame, 334-event log kept 18 events)."""
+    frame (a 44-frame, 334-event log kept 18 events)."""
     batches = turn_batches([400, 3, 3, 3], open_tail=True)
     data = framed(batches)
     starts = frame_starts(data)
@@ -610,6 +611,7 @@ def test_p8_a_flip_that_hides_the_end_of_the_last_frame_loses_at_most_that_frame
                 assert loaded.torn and loaded.committed_bytes == starts[-2], where
 
 
+@pytest.mark.slow
 def test_p3_every_flipped_bit_before_the_last_turn_end_is_corrupt_or_harmless() -> None:
     """The same sweep for plain JSONL (docs/format/persistence.md §3.2), which has no checksums: a
     flip may change a value undetectably, but damage followed by a real turn/end is never
@@ -641,7 +643,7 @@ def test_p3_every_flipped_bit_before_the_last_turn_end_is_corrupt_or_harmless() 
     assert torn_flips > 0  # flips in the open last turn are torn tails, not errors
 
 
-# -- the cap on decoded plaintext: a decompression bomb is refused (issue 9 item 9) --------------
+# -- the cap on decoded plaintext: a decompression bomb is refused ------------------------------
 
 MIB = 1 << 20
 

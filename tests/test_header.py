@@ -639,6 +639,7 @@ def test_p22_canonicalization_is_idempotent_and_only_removes(h: dict[str, Any]) 
     assert list(once) == [k for k, keep in kept.items() if keep], "§3.1 kept the wrong keys"
 
 
+@pytest.mark.slow
 @given(canonical_headers, canonical_headers)
 def test_p23_equality_is_reflexive_and_symmetric(a: Any, b: Any) -> None:
     note(f"a: {a!r}\nb: {b!r}")
@@ -723,6 +724,7 @@ def header_logs(draw: st.DrawFn) -> list[Event]:
     return events
 
 
+@pytest.mark.slow
 @given(header_logs())
 def test_p24_fold_composes_at_every_split(log: list[Event]) -> None:
     whole = fold_request_header(log)

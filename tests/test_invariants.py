@@ -810,6 +810,7 @@ _CHANGES = {
 }
 
 
+@pytest.mark.slow
 @given(
     gen.loop_logs(rich=True, max_actions=4, min_actions=1, min_steps=1),
     st.lists(

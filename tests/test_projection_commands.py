@@ -1,4 +1,4 @@
-"""`session-kernel export` and `session-kernel acp-serve` (issue 12), end to end.
+"""`session-kernel export` and `session-kernel acp-serve`, end to end.
 
 The ACP test is the SDK's own client spawning `session-kernel acp-serve` as a real
 subprocess over stdio: it lists the store, loads a session with a compaction and
@@ -90,6 +90,7 @@ async def _serve(store: str, script: Any) -> Any:
         return await asyncio.wait_for(script(conn, received), timeout=120)
 
 
+@pytest.mark.slow
 def test_acp_serve_replays_stored_sessions_exactly_and_survives_errors(tmp_path: Path) -> None:
     root = tmp_path / "store"
     expected = _jsonl_store(root)
@@ -134,6 +135,7 @@ def test_acp_serve_replays_stored_sessions_exactly_and_survives_errors(tmp_path:
     assert out["again"] == out["crash-demo"], "the agent kept serving after the errors"
 
 
+@pytest.mark.slow
 def test_acp_serve_answers_a_damaged_or_missing_store_with_a_protocol_error(
     tmp_path: Path,
 ) -> None:
@@ -186,6 +188,7 @@ def test_acp_serve_answers_a_damaged_or_missing_store_with_a_protocol_error(
     )
 
 
+@pytest.mark.slow
 def test_export_prints_each_projection_of_the_balanced_log() -> None:
     command = _command()
     _header, _prefix, balanced = _stored(CRASH)
@@ -203,6 +206,7 @@ def test_export_prints_each_projection_of_the_balanced_log() -> None:
     assert first["content"]["text"].startswith("Summary of earlier conversation")
 
 
+@pytest.mark.slow
 def test_export_exit_statuses(tmp_path: Path) -> None:
     command = _command()
     missing = _run(command, "export", str(tmp_path / "none.jsonl"), "--format", "openai")

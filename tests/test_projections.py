@@ -1,4 +1,4 @@
-"""Projections (issue 12): ACP replay and provider request bodies, checked by the ecosystems' types.
+"""Projections: ACP replay and provider request bodies, checked by the ecosystems' types.
 
 Every notification built from a generated log (crash prefixes included, after repair)
 must validate against `acp.schema.SessionNotification` and come back unchanged from
@@ -158,6 +158,7 @@ def _has_header(events: Sequence[Event]) -> bool:
 # -- the ecosystems' types ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(repaired_logs())
 def test_every_acp_notification_validates_against_the_sdk_schema(events: tuple[Event, ...]) -> None:
     notes = acp_updates(events, session_id="sess-1")
@@ -170,12 +171,14 @@ def test_every_acp_notification_validates_against_the_sdk_schema(events: tuple[E
         _acp_valid(note)
 
 
+@pytest.mark.slow
 @given(repaired_logs(rich=True))
 def test_acp_notifications_of_rich_text_logs_validate(events: tuple[Event, ...]) -> None:
     for note in acp_updates(events, session_id="s"):
         _acp_valid(note)
 
 
+@pytest.mark.slow
 @given(repaired_logs())
 def test_every_openai_body_validates_against_the_sdk_params(events: tuple[Event, ...]) -> None:
     if not _has_header(events):
@@ -186,6 +189,7 @@ def test_every_openai_body_validates_against_the_sdk_params(events: tuple[Event,
     _openai_valid(openai_request(events, images={"sha256:ab12": "https://x.test/p.png"}))
 
 
+@pytest.mark.slow
 @given(repaired_logs())
 def test_every_anthropic_body_validates_against_the_sdk_params(
     events: tuple[Event, ...],
@@ -238,6 +242,7 @@ def _anthropic_pairing(body: dict[str, Any]) -> None:
             assert kinds == sorted(kinds, reverse=True), "text before a tool_result"
 
 
+@pytest.mark.slow
 @given(repaired_logs())
 def test_law_bodies_of_a_repaired_log_pair_every_tool_call(events: tuple[Event, ...]) -> None:
     if not _has_header(events):
@@ -254,6 +259,7 @@ def unrepaired_prefixes(draw: st.DrawFn) -> tuple[Event, ...]:
     return tuple(event_from_json(e) for e in log.events[:cut])
 
 
+@pytest.mark.slow
 @given(unrepaired_prefixes())
 def test_law_an_open_step_is_refused_never_sent_unpaired(events: tuple[Event, ...]) -> None:
     if not _has_header(events):
@@ -276,6 +282,7 @@ def _texts(notes: Sequence[dict[str, Any]], kind: str) -> str:
     )
 
 
+@pytest.mark.slow
 @given(repaired_logs())
 def test_law_text_streamed_live_equals_the_text_replayed(events: tuple[Event, ...]) -> None:
     live, replay = AcpState.live("s"), AcpState.replay("s")
@@ -296,6 +303,7 @@ def test_law_text_streamed_live_equals_the_text_replayed(events: tuple[Event, ..
             assert live_notes == replay_notes, f"seq {event.seq}: live and replay differ"
 
 
+@pytest.mark.slow
 @given(repaired_logs())
 def test_law_transcript_is_the_replay_step_folded(events: tuple[Event, ...]) -> None:
     state, folded = AcpState.replay("s"), []

@@ -56,6 +56,7 @@ def test_p13_legacy_refused_on_load(label: str, data: st.DataObject) -> None:
     laws.law_legacy_refused_on_load(_HEADER, case)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [None, *sorted(REWRITE_FIELDS)])
 @_PER_LABEL
 @given(data=st.data())

@@ -26,6 +26,7 @@ def test_p42_packing_is_batch_local(
     laws.law_packing_batch_local(batch, split, max_members, max_bytes)
 
 
+@pytest.mark.slow
 def test_p42_sqlite_bounds_on_a_long_run() -> None:
     item = BatchItem("text", 0, 1, 1, "x" * 700, "c1", None, 1, None)
     laws.law_packing_batch_local(build_batch([item] * 2100), 1000)

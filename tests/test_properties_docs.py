@@ -67,6 +67,7 @@ def test_the_doc_has_a_project_and_scripts() -> None:
     assert {lang for lang, _ in snippets(text)} <= {"python", "sh", "text"}
 
 
+@pytest.mark.slow
 def test_the_example_project_passes(project: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(project)],
@@ -82,6 +83,7 @@ def test_the_example_project_passes(project: Path) -> None:
     assert passed is not None and int(passed.group(1)) > tests, result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(scripts(DOC.read_text(encoding="utf-8")))))
 def test_script_runs(index: int, project: Path) -> None:
     body = scripts(DOC.read_text(encoding="utf-8"))[index]

@@ -6,6 +6,8 @@ The family size follows `PROPERTIES_EXHAUSTIVE` (`tiny`, `small`, `full`); by de
 
 import os
 
+import pytest
+
 from properties.exhaustive import SIZES, family, run
 
 
@@ -16,6 +18,7 @@ def _size() -> str:
     return size
 
 
+@pytest.mark.slow
 def test_every_event_cut_and_byte_cut_repairs() -> None:
     report = run(family(_size()))
     assert report.logs >= 7 and report.byte_cuts > report.prefixes > report.logs

@@ -27,6 +27,7 @@ def test_p28a_all_violations(log: object) -> None:
     laws.law_all_violations(log)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", PERTURBATIONS)
 @share_of_examples(4, minimum=4)
 @given(data=st.data())

@@ -1,6 +1,7 @@
 """Seeds, end-seed markers and forks: P3, P4, P12, P44, P45 (docs/format/properties.md §2, §3,
 §10)."""
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,6 +12,7 @@ from properties.loop import LoopLog
 _NOW = st.integers(-(2**53) + 1, 2**53 - 1)
 
 
+@pytest.mark.slow
 @given(gen.loop_logs(), _NOW)
 def test_p3_replay_from_seed(log: LoopLog, now: int) -> None:
     laws.law_replay_from_seed(log, now)

@@ -58,6 +58,7 @@ def test_p36_storage_round_trip(
         laws.law_storage_round_trip(store, header, log, splits)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ("jsonl", "jsonl-zstd", "sqlite"))
 @share_of_examples(5, minimum=4)
 @given(
@@ -202,6 +203,7 @@ def test_p41_unknown_types(
     laws.law_unknown_types(header, log, position, ignorable, type_)
 
 
+@pytest.mark.slow
 @given(gen.session_headers(), gen.loop_logs(max_actions=4, rich=True), st.booleans())
 def test_p43a_byte_exact_writer(header: dict[str, Any], log: LoopLog, pack: bool) -> None:
     laws.law_byte_exact_writer(header, log, pack)

@@ -128,6 +128,7 @@ def _agrees(log: SessionLog, model: SurfaceModel, wire: list[dict[str, Any]], la
     _check_slots(log.surface, law, wire)
 
 
+@pytest.mark.slow
 @given(_OPS)
 def test_incremental_surface_and_history_equal_a_list_model(ops: list[Any]) -> None:
     """Appends, replaces (valid, stale, reversed) and rewrites, with or without reading the

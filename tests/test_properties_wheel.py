@@ -31,6 +31,7 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_the_walkthrough_runs_from_the_wheel_in_a_fresh_virtualenv(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

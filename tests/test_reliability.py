@@ -64,14 +64,15 @@ def _store(kind: str, root: Path) -> Any:
     return JsonlStore(root, zstd=kind == "zstd")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["jsonl", "zstd", "sqlite"])
 @pytest.mark.parametrize("closed", [False, True], ids=["open-turn", "closed-turn"])
 def test_a_deep_payload_that_was_written_loads_back(
     kind: str, closed: bool, tmp_path: Path
 ) -> None:
-    # Item 1: an event nested past 1,000 levels was admitted and fsynced, then the reader's
-    # parser refused it: in an open turn the next load called it a torn tail and repair
-    # deleted it; before a turn/end the session became CorruptLog.
+    # An event nested past 1,000 levels was admitted and fsynced, then the reader's parser
+    # refused it: in an open turn the next load called it a torn tail and repair deleted it;
+    # before a turn/end the session became CorruptLog.
     events = _deep_log(closed=closed)
     store = _store(kind, tmp_path)
     try:
@@ -89,14 +90,15 @@ def test_a_deep_payload_that_was_written_loads_back(
 
 
 def test_a_lone_surrogate_with_nesting_parses_at_any_call_stack_depth() -> None:
-    # Item 1, related: with a lone-surrogate escape orjson refuses the line and the stdlib
-    # parser recursed, so the same bytes parsed or failed by where `load` was called from.
+    # Related to deep payloads: with a lone-surrogate escape orjson refuses the line and the
+    # stdlib parser recursed, so the same bytes parsed or failed by where `load` was called from.
     line = b'["\\ud800", ' + b"[" * 900 + b"]" * 900 + b"]"
     assert _beneath(60, lambda: parse_json(line))[0] == "\ud800"
     data = write_jsonl(HEADER, _deep_log(closed=True))
     assert len(_beneath(120, lambda: load_jsonl(data, now=0)).events) == 3
 
 
+@pytest.mark.slow
 def test_deep_frozen_values_compare_and_describe_without_recursion() -> None:
     a, b = freeze(_nested(5_000, 1)), freeze(_nested(5_000, 1))
     assert a == b and a is not b
@@ -106,8 +108,8 @@ def test_deep_frozen_values_compare_and_describe_without_recursion() -> None:
 
 
 def test_an_integer_literal_past_python_int_text_limit_reads_as_a_double() -> None:
-    # Item 4, reader side: a 5,001-digit literal is a number beyond any double (+inf, as
-    # `1e400` is), not a reason to call the record unparsable.
+    # Integers past the int-to-text limit, reader side: a 5,001-digit literal is a number
+    # beyond any double (+inf, as `1e400` is), not a reason to call the record unparsable.
     assert parse_json(b"1" * 5_001) == math.inf
     assert parse_json(b"[-" + b"9" * 5_001 + b"]") == [-math.inf]
     line = b'{"type":"todo/write","seq":0,"time":1,"data":{"n":' + b"7" * 5_001 + b"}}\n"
@@ -124,6 +126,7 @@ _DOCUMENTS = st.recursive(
 ).map(json.dumps)
 
 
+@pytest.mark.slow
 @given(st.one_of(_JSONISH, _DOCUMENTS))
 def test_the_exact_reader_agrees_with_the_standard_library(text: str) -> None:
     # read_json_text is the reader behind parse_json when orjson refuses a text; on every
@@ -160,7 +163,7 @@ def test_thawing_a_cyclic_plain_value_is_refused_not_a_loop() -> None:
 
 
 def test_seed_joins_a_split_surrogate_pair_in_an_event_type_as_append_does() -> None:
-    # Issue 9 item 6: a split pair is the character it encodes; seed and append store it joined.
+    # A split pair is the character it encodes; seed and append store it joined.
     split, joined = "x/\ud83d\ude42", "x/\U0001f642"
     seeded = SessionLog.seed([Event(split, 0, 1, {})], now=2)
     appended = SessionLog.empty().append(split, {}, time=1)

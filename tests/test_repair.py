@@ -510,6 +510,7 @@ def shown(events: list[Event]) -> str:
     return "\n".join(encode_json_bytes(event_to_wire(e)).decode() for e in events)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(loop_logs())
 def test_p30_to_p35_every_crash_prefix_repairs_to_a_valid_log(log: list[Event]) -> None:

@@ -175,7 +175,7 @@ def test_lone_surrogates_survive_the_text_column() -> None:
     "text", ["plain", "naïve 🙂", "\ud800", "a\udc00b", "\ude42\ud83d", "\ud83d"]
 )
 def test_text_columns_hold_every_canonical_string(text: str) -> None:
-    # Issue 9 item 6: UTF-8 as is; a lone surrogate as its generalized UTF-8 (WTF-8) bytes.
+    # UTF-8 as is; a lone surrogate as its generalized UTF-8 (WTF-8) bytes.
     bound = encode_text(text)
     assert bound is text or bound == text.encode("utf-8", "surrogatepass")
     raw = bound if isinstance(bound, bytes) else bound.encode("utf-8")

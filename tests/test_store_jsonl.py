@@ -567,6 +567,7 @@ def _offsets(full: bytes, start: int, rng: random.Random, sample: int) -> list[i
     return sorted(o for o in near if start <= o <= len(full))
 
 
+@pytest.mark.slow
 def test_p37_plain_truncation_at_many_offsets(tmp_path: Path) -> None:
     events = tuple(realistic_log(random.Random(9), 2, big_every=3))
     full = write_jsonl(HEADER, events)
@@ -731,7 +732,7 @@ def test_repair_file_dry_run_and_report(tmp_path: Path, zstd: bool) -> None:
     assert not repair_file(path, now=0).committed
 
 
-# -- long ids (issue 9 item 7) ------------------------------------------------------------------
+# -- ids whose directory name would be too long -------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -743,8 +744,8 @@ def test_repair_file_dry_run_and_report(tmp_path: Path, zstd: bool) -> None:
 def test_an_id_whose_directory_name_would_be_too_long_is_stored(
     tmp_path: Path, zstd: bool, session_id: str
 ) -> None:
-    # Issue 9 item 7: an encoded id over 255 bytes made `create`/`append` raise OSError
-    # (ENAMETOOLONG); every id must map to a directory name the file system accepts.
+    # An encoded id over 255 bytes used to make `create`/`append` raise OSError (ENAMETOOLONG);
+    # every id must map to a directory name the file system accepts.
     assert len(encode_segment(session_id)) > 255
     header = {**HEADER, "id": session_id}
     store = _store(tmp_path, zstd)
@@ -815,7 +816,7 @@ def test_long_id_mapping_is_stable_across_processes(tmp_path: Path) -> None:
         assert out[:2] == [session_dir_name(session_id), str(path)]
 
 
-# -- ids given as surrogate pairs (issue 9 item 6) ----------------------------------------------
+# -- ids given as surrogate pairs ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])

@@ -636,7 +636,7 @@ def test_read_only_store_refuses_an_empty_database(tmp_path: Path) -> None:
         SqliteStore(path, read_only=True)
 
 
-# -- text columns hold every string (issue 9 item 6) --------------------------------------------
+# -- text columns hold every string -------------------------------------------------------------
 
 LONE = {
     "version": 0,
@@ -655,8 +655,8 @@ def _odd_typed(events: list[Event], odd_type: str) -> list[Event]:
 
 
 def test_lone_surrogates_in_the_id_cwd_header_and_type_columns_round_trip(tmp_path: Path) -> None:
-    # Issue 9 item 6: SQLite TEXT is UTF-8, and binding a lone surrogate raised
-    # UnicodeEncodeError; JsonlStore stores these legal strings, so SqliteStore must too.
+    # SQLite TEXT is UTF-8, and binding a lone surrogate raised UnicodeEncodeError;
+    # JsonlStore stores these legal strings, so SqliteStore must too.
     path = tmp_path / "s.db"
     events = _odd_typed(_log(1, 1), "x/odd\udfff")
     with SqliteStore(path) as store:
@@ -680,8 +680,8 @@ def test_lone_surrogates_in_the_id_cwd_header_and_type_columns_round_trip(tmp_pa
 def test_a_surrogate_pair_given_as_two_code_points_is_the_character_it_encodes(
     tmp_path: Path,
 ) -> None:
-    # Issue 9 item 6: a high surrogate followed by a low one is, in UTF-16 (the format's
-    # strings, JavaScript's), the astral character; stores keep the joined spelling only.
+    # A high surrogate followed by a low one is, in UTF-16 (the format's strings,
+    # JavaScript's), the astral character; stores keep the joined spelling only.
     split, joined = "s-\ud83d\ude42", "s-\U0001f642"
     header = {**HEADER, "id": split, "cwd": "/p/\ud83d\ude42"}
     events = _odd_typed(_log(1, 1), "x/\ud83d\ude42")
@@ -718,7 +718,7 @@ def test_text_that_is_not_utf8_is_corruption_not_a_sqlite_error(tmp_path: Path) 
         store.list()
 
 
-# -- read-only opening and damage (issue 9 item 13) ---------------------------------------------
+# -- read-only opening and damage ---------------------------------------------------------------
 
 
 def _sidecars(path: Path) -> list[str]:
@@ -735,8 +735,8 @@ def _wal_database(directory: Path, events: list[Event] | None = None) -> Path:
 
 
 def test_read_only_use_leaves_no_wal_or_shm_behind(tmp_path: Path) -> None:
-    # Issue 9 item 13: a `mode=ro` connection cannot checkpoint, so it left the -wal and
-    # -shm files it needed behind, although inspect/verify "write nothing".
+    # A `mode=ro` connection cannot checkpoint, so it left the -wal and -shm files it
+    # needed behind, although inspect/verify "write nothing".
     path = _wal_database(tmp_path / "db")
     before = path.read_bytes()
     with SqliteStore(path, read_only=True) as store:
@@ -822,9 +822,9 @@ def shared_tmp() -> Iterator[Path]:
 def test_read_only_store_reads_a_healthy_database_in_a_read_only_directory(
     shared_tmp: Path,
 ) -> None:
-    # Issue 9 item 13: WAL readers need a -shm file; `mode=ro` cannot create one in a
-    # read-only directory, so a healthy database was refused. With no write-ahead log to
-    # miss, `immutable=1` reads the database file alone.
+    # WAL readers need a -shm file; `mode=ro` cannot create one in a read-only directory,
+    # so a healthy database was refused. With no write-ahead log to miss, `immutable=1`
+    # reads the database file alone.
     path = _wal_database(shared_tmp / "db")
     expected = _log(1, 2)
 
@@ -893,9 +893,9 @@ def _page_damaged(path: Path) -> Path:
 def test_a_damaged_database_is_corrupt_however_it_was_damaged(
     tmp_path: Path, damage: Any, read_only: bool
 ) -> None:
-    # Issue 9 item 13: a truncated database was ForeignStore ("unsupported") while a
-    # page-corrupted one raised sqlite3.DatabaseError (reported "invalid"). Both are damage
-    # to stored data: CorruptLog, docs/format/persistence.md's family for it.
+    # A truncated database was ForeignStore ("unsupported") while a page-corrupted one
+    # raised sqlite3.DatabaseError (reported "invalid"). Both are damage to stored data:
+    # CorruptLog, docs/format/persistence.md's family for it.
     path = damage(_wal_database(tmp_path / "db", _log(1, 6)))
     with pytest.raises(CorruptLog, match="damaged"), SqliteStore(path, read_only=read_only) as s:
         s.inspect(HEADER["id"])

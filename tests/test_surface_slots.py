@@ -1,6 +1,6 @@
 """The surface and history after many replacements: right, and at a cost linear in the log.
 
-Issue 10: loading was quadratic in surface replacements. These tests pin the slot
+Loading was once quadratic in surface replacements. These tests pin the slot
 structure of docs/rfc/implemented/architecture/2026-12-01-linear-surface-and-history.md
 against a plain list model after thousands of replacements, and count the work the
 folds do (executed lines, not time) to show it grows with the log, not with the
@@ -85,8 +85,9 @@ def many_replacements(n: int, shape: str) -> list[dict[str, Any]]:
     return log
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["rewrite", "compact", "nested", "random"])
-def test_issue_10_many_replacements_match_a_list_model(shape: str) -> None:
+def test_many_replacements_match_a_list_model(shape: str) -> None:
     wire = many_replacements(N, shape)
     model = surface_of(wire)
     expected = messages_of(wire)
@@ -109,7 +110,7 @@ def test_issue_10_many_replacements_match_a_list_model(shape: str) -> None:
     assert same_json(messages_plain(derive_messages(restored.events)), expected)
 
 
-def test_issue_10_live_appends_and_reads_agree_with_restore() -> None:
+def test_live_appends_and_reads_agree_with_restore() -> None:
     """Appending one by one, reading the folds now and then, ends where restore does."""
     wire = many_replacements(300, "random")
     log = SessionLog.empty()
@@ -208,8 +209,9 @@ def executed_lines(work: Callable[[Any], object], argument: Any) -> int:
     return count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["rewrite", "compact", "nested", "random"])
-def test_issue_10_fold_work_is_linear_in_the_log(shape: str) -> None:
+def test_fold_work_is_linear_in_the_log(shape: str) -> None:
     """Restore, fold_surface and derive_messages execute a bounded number of lines per
     replacement, whatever the log's length. (The old restore's count per replacement grew
     with N, about 5,000 at N = 1,000, as it rebuilt the history after each one.)"""
