@@ -1,4 +1,4 @@
-"""Admission rules R1-R12 (docs/format/admission.md §4) and the order each path runs them in (§3).
+"""Admission rules R1-R12, R14 (docs/format/admission.md §4) and the order paths run them (§3).
 
 Checks read the plain containers behind frozen values (`kernel.json.raw`) so
 admitting a restored event costs a few dict look-ups, never a walk of its data.
@@ -19,6 +19,7 @@ from kernel.errors import (
     NotLosslessJson,
     RequestHeaderShapeError,
     SeqMismatch,
+    UnknownEventType,
 )
 from kernel.events import (
     ASSISTANT_CHUNK,
@@ -53,6 +54,7 @@ __all__ = (
     "check_request_header",
     "check_event_shape",
     "check_payload",
+    "check_loadable",
     "turn_end_reason_ok",
     "WireEvent",
     "admit_wire_event",
@@ -395,6 +397,48 @@ def check_payload(event_type: str, data: Any, where: str) -> None:
         problem = problem_of(data)
         if problem is not None:
             raise EventShapeError(f"{where}: {event_type} {problem} (R12)")
+
+
+# -- R14: what the API admits, a reader with the same known types loads --------------------------
+
+
+def check_loadable(
+    event_type: str,
+    data: Any,
+    ignorable: bool,
+    known_types: frozenset[str],
+    where: str,
+    index: int | None = None,
+) -> None:
+    """R14 on append and seed: refuse what a store would acknowledge and its loader refuse.
+
+    R14a: a type outside `known_types` must be ignorable, or the loader refuses the
+    log (`UnknownEventType`). R14b: every tool-call block of an `assistant/message`
+    has a non-empty string `id`, or a crash inside its step leaves a call the closers
+    cannot answer (`MessageShapeError`). The restore path takes what a loader gave.
+    """
+    if not ignorable and event_type not in known_types:
+        raise UnknownEventType(
+            f"{where}: event type {summary(event_type)} is neither a known type nor "
+            "ignorable, so a reader with the same known types would refuse the log (R14a)",
+            index=index,
+            seq=index,
+        )
+    if event_type != ASSISTANT_MESSAGE:
+        return
+    data = raw(data)
+    message = raw(data.get("message")) if type(data) is dict else None
+    content = raw(message.get("content")) if type(message) is dict else None
+    for block in content if type(content) is list else ():
+        block = raw(block)
+        if type(block) is dict and block.get("type") == "tool-call":
+            call_id = raw(block.get("id"))
+            if not _nonempty_str(call_id):
+                raise MessageShapeError(
+                    f"{where}: assistant/message tool-call block id {summary(call_id)} is not "
+                    "a non-empty string, so a crash before its result could not be closed (R14b)",
+                    index=index,
+                )
 
 
 # -- restore: values as a JSON parser gives them ------------------------------------------------

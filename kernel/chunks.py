@@ -14,7 +14,14 @@ from typing import Any, Final, overload
 
 from kernel.codec import check_event, iter_events
 from kernel.errors import KernelError, MalformedChunkRow
-from kernel.events import ASSISTANT_CHUNK, Event
+from kernel.events import (
+    ASSISTANT_CHUNK,
+    REASONING_CHUNKS,
+    ROW_TAGS,
+    TEXT_CHUNKS,
+    TOOL_CALL_CHUNKS,
+    Event,
+)
 from kernel.json import MAX_SAFE_INTEGER, FrozenObject, raw, safe_int, summary, view
 from kernel.jsontext import encode_json_bytes
 
@@ -31,11 +38,6 @@ __all__ = (
     "expand_storage_records",
     "expand_row_wire",
 )
-
-TEXT_CHUNKS: Final = "text-chunks"
-REASONING_CHUNKS: Final = "reasoning-chunks"
-TOOL_CALL_CHUNKS: Final = "tool-call-chunks"
-ROW_TAGS: Final = frozenset({TEXT_CHUNKS, REASONING_CHUNKS, TOOL_CALL_CHUNKS})
 
 MIN_RUN: Final = 3
 """A run shorter than this is stored as its individual events (§7.3)."""

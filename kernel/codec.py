@@ -25,6 +25,7 @@ from kernel.errors import (
 from kernel.events import (
     APPEND,
     LIVE_ORDER,
+    ROW_TAGS,
     Append,
     Event,
     Replace,
@@ -51,6 +52,7 @@ __all__ = (
     "header_from_json",
     "header_to_json",
     "check_envelope",
+    "row_tag_message",
     "parse_surface_op",
     "parse_source_seqs",
     "event_from_wire",
@@ -77,6 +79,14 @@ def interned_order(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
 
 
+def row_tag_message(where: str, event_type: str) -> str:
+    """The R2 refusal of an event typed like a chunk row, which no stored record could hold."""
+    return (
+        f"{where}: type {summary(event_type)} is a chunk-row tag; a stored record with it is read "
+        "as a packed row, never as an event (R2)"
+    )
+
+
 def check_envelope(obj: Any, where: str) -> tuple[str, int, int, bool]:
     """R2: return `(type, seq, time, ignorable)` of a wire event, seq/time normalized to int."""
     if type(obj) is not dict and not isinstance(obj, Mapping):
@@ -87,6 +97,8 @@ def check_envelope(obj: Any, where: str) -> tuple[str, int, int, bool]:
     event_type = obj.get("type")
     if type(event_type) is not str or not event_type:
         raise InvalidEnvelope(f"{where}: type must be a non-empty string (R2)")
+    if event_type in ROW_TAGS:
+        raise InvalidEnvelope(row_tag_message(where, event_type))
     seq = obj.get("seq")
     if type(seq) is not int or seq > MAX_SAFE_INTEGER:
         seq = safe_int(seq)

@@ -7,13 +7,14 @@ JSONL writer can reproduce it byte for byte (docs/format/persistence.md §2.4).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Final, Protocol
 
 import attrs
 import msgspec
 
-from kernel.errors import ProvenanceError
-from kernel.json import FrozenArray, FrozenObject, freeze
+from kernel.errors import KernelError, ProvenanceError
+from kernel.json import FrozenArray, FrozenObject, freeze, summary
 
 __all__ = (
     "APPEND",
@@ -40,6 +41,11 @@ __all__ = (
     "EXTENSION_TYPES",
     "DEFAULT_KNOWN_TYPES",
     "LEGACY_TYPES",
+    "ROW_TAGS",
+    "TEXT_CHUNKS",
+    "REASONING_CHUNKS",
+    "TOOL_CALL_CHUNKS",
+    "known_type_set",
     "LIVE_ORDER",
     "LazyOrder",
     "wire_order_of",
@@ -95,9 +101,34 @@ EXTENSION_TYPES: Final = frozenset(
 """Extension types a DeepSeek Harness log may hold; their payloads are opaque
 (docs/format/events.md §6.2)."""
 
-DEFAULT_KNOWN_TYPES: Final = CORE_TYPES | EXTENSION_TYPES
+DEFAULT_KNOWN_TYPES: Final[frozenset[str]] = CORE_TYPES | EXTENSION_TYPES
 
 LEGACY_TYPES: Final = frozenset({"request/header-delta", "mode/set"})
+
+
+def known_type_set(known_types: Any) -> frozenset[str]:
+    """`known_types` as a frozenset of event type strings; a KernelError names a bad one.
+
+    >>> known_type_set(["acme/note"]) == frozenset({"acme/note"})
+    True
+    """
+    types: frozenset[str] | None = None
+    if not isinstance(known_types, str):
+        with contextlib.suppress(TypeError):
+            types = frozenset(known_types)
+    if types is None or not all(type(t) is str for t in types):
+        raise KernelError(
+            f"known_types must be a collection of event type strings, not {summary(known_types)}"
+        )
+    return types
+
+
+# The `type` tags of packed chunk rows (docs/format/events.md §7.5). A stored record
+# with one of these is read as a row, never as an event, so no event may carry one (R2).
+TEXT_CHUNKS: Final = "text-chunks"
+REASONING_CHUNKS: Final = "reasoning-chunks"
+TOOL_CALL_CHUNKS: Final = "tool-call-chunks"
+ROW_TAGS: Final = frozenset({TEXT_CHUNKS, REASONING_CHUNKS, TOOL_CALL_CHUNKS})
 
 # Envelope member orders the kernel writes (docs/format/events.md §3).
 LIVE_ORDER: Final = ("type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable")

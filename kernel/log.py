@@ -9,7 +9,7 @@ restored prefix.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -19,6 +19,7 @@ from kernel.admission import (
     admit_wire_event,
     check_legacy_reason,
     check_legacy_type,
+    check_loadable,
     check_payload,
 )
 from kernel.codec import (
@@ -30,6 +31,7 @@ from kernel.codec import (
     iter_events,
     parse_source_seqs,
     parse_surface_op,
+    row_tag_message,
 )
 from kernel.errors import (
     InvalidEnvelope,
@@ -41,14 +43,18 @@ from kernel.errors import (
 )
 from kernel.events import (
     APPEND,
+    ASSISTANT_MESSAGE,
+    DEFAULT_KNOWN_TYPES,
     END_SEED,
     LEGACY_TYPES,
     REQUEST_HEADER,
+    ROW_TAGS,
     SURFACE_TYPES,
     Append,
     Event,
     Replace,
     SessionHeader,
+    known_type_set,
 )
 from kernel.header import step_request_header
 from kernel.json import (
@@ -134,6 +140,10 @@ class SessionLog:
     request_header: Any = None
     header: SessionHeader | None = None
     first_live_seq: int = 0
+    # The types a reader with the same configuration accepts without `ignorable`
+    # (docs/format/persistence.md §5): append and seed refuse any other, so that what
+    # this log admits, a store and its loader keep.
+    known_types: frozenset[str] = DEFAULT_KNOWN_TYPES
 
     def __len__(self) -> int:
         return len(self.events)
@@ -154,9 +164,18 @@ class SessionLog:
     # -- construction -----------------------------------------------------------------------
 
     @classmethod
-    def empty(cls, *, header: SessionHeader | Mapping[str, Any] | None = None) -> SessionLog:
-        """A fresh log with no events (no end-seed marker)."""
-        return cls(header=_admit_header(header))
+    def empty(
+        cls,
+        *,
+        header: SessionHeader | Mapping[str, Any] | None = None,
+        known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+    ) -> SessionLog:
+        """A fresh log with no events (no end-seed marker).
+
+        `known_types` is the vocabulary appends may use without `ignorable: true`:
+        the loader's (`DEFAULT_KNOWN_TYPES`) unless the stores are given another.
+        """
+        return cls(header=_admit_header(header), known_types=known_type_set(known_types))
 
     @classmethod
     def seed(
@@ -165,13 +184,18 @@ class SessionLog:
         *,
         header: SessionHeader | Mapping[str, Any] | None = None,
         now: int,
+        known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
     ) -> SessionLog:
         """Admit a seed (docs/format/admission.md §3.2, §5); append the end-seed marker at `now`.
 
         No marker is added when the seed already ends with one. Events may be
-        `Event`s or wire objects; errors carry the seed `index`.
+        `Event`s or wire objects; errors carry the seed `index`. An event whose
+        type is not in `known_types` must be `ignorable` (as for `empty`).
         """
-        log = cls._admit_all(events, _admit_header(header), lossless_check=True, label="seed")
+        known = known_type_set(known_types)
+        log = cls._admit_all(
+            events, _admit_header(header), lossless_check=True, label="seed", known_types=known
+        )
         if len(log.events) and log.events[-1].type == END_SEED:
             return log
         return log.append(END_SEED, {}, time=now)
@@ -182,9 +206,21 @@ class SessionLog:
         events: Iterable[Event | Mapping[str, Any]],
         *,
         header: SessionHeader | Mapping[str, Any] | None = None,
+        known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
     ) -> SessionLog:
-        """Admit events decoded from storage (restore path: R1 is not re-run, no marker)."""
-        return cls._admit_all(events, _admit_header(header), lossless_check=False, label="stored")
+        """Admit events decoded from storage (restore path: R1 is not re-run, no marker).
+
+        Their types are not checked against `known_types`: the loader that read them
+        has done so with its own. The log's later appends are.
+        """
+        return cls._admit_all(
+            events,
+            _admit_header(header),
+            lossless_check=False,
+            label="stored",
+            known_types=known_type_set(known_types),
+            check_known=False,
+        )
 
     @classmethod
     def _admit_all(
@@ -194,6 +230,8 @@ class SessionLog:
         *,
         lossless_check: bool,
         label: str,
+        known_types: frozenset[str],
+        check_known: bool = True,
     ) -> SessionLog:
         admitted: list[Event] = []
         surface = SurfaceState.mutable()  # only the last state is kept
@@ -203,6 +241,12 @@ class SessionLog:
         vetted: set[str] = set()
         for index, item in enumerate(iter_events(events)):
             if type(item) is Event and _admitted_as_it_is(item, index, lossless_check, vetted):
+                if check_known and (
+                    item.type == ASSISTANT_MESSAGE
+                    or (item.type not in known_types and not item.ignorable)
+                ):
+                    where = f"{label} event at index {index}"
+                    check_loadable(item.type, item.data, item.ignorable, known_types, where, index)
                 op, sources = item.surface_op, item.source_event_seqs
                 if op is APPEND and is_plain_append(item.type, index, sources):
                     appended.append(index)  # no rule to check: applied with its run
@@ -237,6 +281,8 @@ class SessionLog:
                 plain, event_type, seq, time, ignorable, op, sources = admit_wire_event(
                     wire, index, lossless_check=lossless_check, where=where
                 )
+                if check_known:
+                    check_loadable(event_type, plain["data"], ignorable, known_types, where, index)
                 data = plain["data"]
                 if op is not None:
                     if appended:
@@ -270,6 +316,7 @@ class SessionLog:
             request_header=request_header,
             header=header,
             first_live_seq=len(admitted),
+            known_types=known_types,
         )
 
     # -- the append path --------------------------------------------------------------------
@@ -296,6 +343,8 @@ class SessionLog:
                 f"appended event (seq {seq}): type must be a non-empty string (R2)", seq=seq
             )
         where = f"appended {event_type} event (seq {seq})"
+        if event_type in ROW_TAGS:
+            raise InvalidEnvelope(row_tag_message(where, event_type), seq=seq)
         stamp = safe_int(time)
         if stamp is None:
             raise InvalidEnvelope(
@@ -313,6 +362,7 @@ class SessionLog:
             op_wire = _admit_surface_op(surface_op, where)
             sources = _caller_sources(source_event_seqs, where)
             check_payload(event_type, plain, where)
+            check_loadable(event_type, plain, ignorable is True, self.known_types, where)
             check_surface_marker(event_type, op_wire is not None, sources is not None, where)
             op = None if op_wire is None else _parse_surface_op(op_wire, where)
             after = self.surface.plan(
@@ -343,6 +393,7 @@ class SessionLog:
             request_header=step_request_header(self.request_header, event),
             header=self.header,
             first_live_seq=self.first_live_seq,
+            known_types=self.known_types,
         )
 
 
@@ -382,6 +433,7 @@ def _vetted_type(event_type: Any, lossless_check: bool) -> bool:
         builtin_type(event_type) is str
         and bool(event_type)
         and event_type not in LEGACY_TYPES
+        and event_type not in ROW_TAGS
         and (event_type.isascii() or not lossless_check or canonical_text(event_type) == event_type)
     )
 

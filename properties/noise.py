@@ -79,7 +79,7 @@ def noise_events() -> st.SearchStrategy[NoiseEvent]:
         st.builds(
             lambda k: NoiseEvent(k, None, True), st.sampled_from(shapes.IGNORABLE_EXTENSIONS)
         ),
-        st.builds(lambda: NoiseEvent("x-app/custom", {"v": 1})),
+        st.builds(lambda: NoiseEvent("x-app/custom", {"v": 1}, True)),
     )
 
 

@@ -22,6 +22,7 @@ from kernel.errors import (
     SessionHeaderError,
     SurfaceMarkerError,
     ToolResultRewriteError,
+    UnknownEventType,
 )
 
 U: dict[str, Any] = {"id": "u", "role": "user", "content": [], "source": {"kind": "user"}}
@@ -111,7 +112,7 @@ REJECTIONS: list[tuple[str, dict[str, Any], type[KernelError] | None]] = [
         {"type": "x/y", "seq": 0, "time": 1, "data": None, "ignorable": True},
         None,
     ),
-    ("unknown type on seed", {"type": "x/y", "seq": 0, "time": 1, "data": None}, None),
+    ("unknown type on seed", {"type": "x/y", "seq": 0, "time": 1, "data": None}, UnknownEventType),
     ("empty type", {"type": "", "seq": 0, "time": 1, "data": None}, InvalidEnvelope),
     (
         "time beyond 2**53 is R1 before R2",
@@ -476,7 +477,7 @@ def test_r2_event_must_be_an_object(event: Any) -> None:
 
 
 def test_r2_present_null_data_is_fine() -> None:
-    assert seed({"type": "x/y", "seq": 0, "time": 0, "data": None}).events[0].data is None
+    assert seed({"type": "session/title", "seq": 0, "time": 0, "data": None}).events[0].data is None
 
 
 # -- R1 --------------------------------------------------------------------------------------------
@@ -489,7 +490,7 @@ def test_r2_present_null_data_is_fine() -> None:
 )
 def test_r1_lossy_values_are_rejected_on_every_path(value: Any) -> None:
     with pytest.raises(NotLosslessJson):
-        SessionLog.empty().append("x/y", {"v": value}, time=0)
+        SessionLog.empty().append("session/title", {"v": value}, time=0)
     with pytest.raises(NotLosslessJson):
         SessionLog.seed([{"type": "x/y", "seq": 0, "time": 0, "data": {"v": value}}], now=0)
 
@@ -850,7 +851,7 @@ def test_append_type_must_be_a_non_empty_string(event_type: Any) -> None:
 def test_append_assigns_contiguous_seqs_and_normalizes_time() -> None:
     log = SessionLog.empty()
     for i in range(3):
-        log = log.append("x/y", None, time=float(i))
+        log = log.append("x/y", None, time=float(i), ignorable=True)
     assert [(e.seq, e.time, type(e.time)) for e in log.events] == [(i, i, int) for i in range(3)]
 
 

@@ -139,7 +139,7 @@ def appended_logs(draw: st.DrawFn) -> SessionLog:
                 source_event_seqs=nodes[i : j + 1],
             )
         elif action == "noise":
-            log = log.append("x/noise", {"n": seq}, time=seq)
+            log = log.append("x/noise", {"n": seq}, time=seq, ignorable=True)
         elif action == "marker":
             log = log.append("session/end-seed", {}, time=seq)
         else:
@@ -209,8 +209,10 @@ def test_twenty_thousand_deep_nesting_is_admitted_without_recursion_error() -> N
     value: Any = 1
     for _ in range(20_000):
         value = [value]
-    log = SessionLog.empty().append("x/deep", {"v": value}, time=0)
+    log = SessionLog.empty().append("x/deep", {"v": value}, time=0, ignorable=True)
     assert log.events[0].data["v"][0][0][0] is not None
-    seeded = SessionLog.seed([{"type": "x/deep", "seq": 0, "time": 0, "data": value}], now=1)
+    seeded = SessionLog.seed(
+        [{"type": "x/deep", "seq": 0, "time": 0, "data": value, "ignorable": True}], now=1
+    )
     assert len(seeded) == 2
     assert json_equal(thaw(seeded.events[0].data), value)

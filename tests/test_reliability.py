@@ -165,6 +165,6 @@ def test_thawing_a_cyclic_plain_value_is_refused_not_a_loop() -> None:
 def test_seed_joins_a_split_surrogate_pair_in_an_event_type_as_append_does() -> None:
     # A split pair is the character it encodes; seed and append store it joined.
     split, joined = "x/\ud83d\ude42", "x/\U0001f642"
-    seeded = SessionLog.seed([Event(split, 0, 1, {})], now=2)
-    appended = SessionLog.empty().append(split, {}, time=1)
+    seeded = SessionLog.seed([Event(split, 0, 1, {}, ignorable=True)], now=2)
+    appended = SessionLog.empty().append(split, {}, time=1, ignorable=True)
     assert seeded.events[0].type == appended.events[0].type == joined

@@ -33,6 +33,7 @@ from kernel.errors import (
     NotLosslessJson,
     SeqMismatch,
     SessionHeaderError,
+    UnknownEventType,
     UnsupportedFormat,
 )
 from kernel.events import Event, SessionHeader
@@ -331,7 +332,7 @@ def test_append_refuses_legacy_vocabulary_and_lossy_values(tmp_path: Path) -> No
     assert len(store.read_from("s-1", 0)) == 1
 
 
-def test_unknown_types_are_appended_and_refused_at_load_unless_ignorable(tmp_path: Path) -> None:
+def test_unknown_types_are_refused_at_append_and_at_load_unless_ignorable(tmp_path: Path) -> None:
     events = _log(1, 1)
     store = _store(tmp_path, False)
     store.create(HEADER)
@@ -339,10 +340,15 @@ def test_unknown_types_are_appended_and_refused_at_load_unless_ignorable(tmp_pat
     ignorable = Event("vendor/x", len(events), T0, {"k": [1]}, ignorable=True)
     store.append("s-1", [ignorable])
     assert store.load("s-1", now=0).events[-1] == ignorable
-    store.append("s-1", [Event("vendor/y", len(events) + 1, T0, {})])
+    unknown = Event("vendor/y", len(events) + 1, T0, {})
+    with pytest.raises(UnknownEventType, match=r"\(R14a\)"):
+        store.append("s-1", [unknown])  # what this store's loader would refuse (R14a)
+    assert store.load("s-1", now=0).events[-1] == ignorable
+    wider = JsonlStore(tmp_path / "root", known_types={"vendor/y", *_known()})
+    wider.append("s-1", [unknown])
+    assert wider.inspect("s-1").events[-1] == unknown
     with pytest.raises(UnsupportedFormat):
-        store.load("s-1", now=0)
-    assert JsonlStore(tmp_path / "root", known_types={"vendor/y", *_known()}).inspect("s-1")
+        store.load("s-1", now=0)  # read with fewer known types than it was written with
 
 
 def _known() -> set[str]:

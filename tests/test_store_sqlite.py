@@ -35,9 +35,10 @@ from kernel.errors import (
     LegacyFormat,
     SeqMismatch,
     SessionHeaderError,
+    UnknownEventType,
     UnsupportedFormat,
 )
-from kernel.events import Event, SessionHeader
+from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
 from kernel.fastload import scan_row_lines
 from kernel.json import thaw
 from kernel.repair import interrupted_turn_closers
@@ -407,16 +408,25 @@ def test_a_concurrent_writer_gets_seq_mismatch(tmp_path: Path) -> None:
             second.append("s-2", events[:2])
 
 
-def test_unknown_types_append_but_refuse_at_load(tmp_path: Path) -> None:
+def test_unknown_types_are_refused_at_append_and_at_load_unless_ignorable(
+    tmp_path: Path,
+) -> None:
     events = _log(1, 1)
+    unknown = Event("vendor/y", len(events) + 1, T0, {})
     with SqliteStore(tmp_path / "s.db") as store:
         _fill(store, events)
         ignorable = Event("vendor/x", len(events), T0, {"k": 1}, ignorable=True)
         store.append("s-1", [ignorable])
         assert store.load("s-1", now=0).events[-1] == ignorable
-        store.append("s-1", [Event("vendor/y", len(events) + 1, T0, {})])
-        with pytest.raises(UnsupportedFormat):
-            store.load("s-1", now=0)
+        with pytest.raises(UnknownEventType, match=r"\(R14a\)"):
+            store.append("s-1", [unknown])  # what this store's loader would refuse (R14a)
+        assert store.load("s-1", now=0).events[-1] == ignorable
+    known = {"vendor/y", *DEFAULT_KNOWN_TYPES}
+    with SqliteStore(tmp_path / "s.db", known_types=known) as wider:
+        wider.append("s-1", [unknown])
+        assert wider.inspect("s-1").events[-1] == unknown
+    with SqliteStore(tmp_path / "s.db") as store, pytest.raises(UnsupportedFormat):
+        store.load("s-1", now=0)  # read with fewer known types than it was written with
 
 
 def test_invalid_physical_tail_aborts_the_append(tmp_path: Path) -> None:

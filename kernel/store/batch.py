@@ -3,7 +3,9 @@
 Pure. A batch is snapshotted (a tuple of immutable `Event`s), each event's
 envelope and values are checked (R2, R1), retired vocabulary is refused (R3),
 and the seqs must continue the stored log contiguously (R4, `SeqMismatch`).
-Unknown types are accepted: refusing them would stall a live session's durability.
+What the store's own loader would refuse or could not repair is refused here, before
+it is acknowledged (R14): a type outside the store's known types that is not
+ignorable, a tool-call block whose id the closers could not answer.
 Strings a store files by (ids, header fields, types) are held in their
 canonical spelling (`canonical_text`), the one every store reads back.
 """
@@ -16,7 +18,7 @@ from typing import Any, Final
 import attrs
 import msgspec
 
-from kernel.admission import check_legacy
+from kernel.admission import check_legacy, check_loadable
 from kernel.codec import (
     check_envelope,
     event_to_wire,
@@ -31,7 +33,7 @@ from kernel.errors import (
     SessionHeaderError,
     SurfaceMarkerError,
 )
-from kernel.events import Append, Event, Replace, SessionHeader
+from kernel.events import DEFAULT_KNOWN_TYPES, Append, Event, Replace, SessionHeader
 from kernel.json import admit_json, canonical_text, safe_int
 
 __all__ = ("admit_stored_header", "canonical_text", "check_batch")
@@ -44,12 +46,18 @@ def _canonical_type(event: Event) -> Event:
     return msgspec.structs.replace(event, type=canonical)
 
 
-def check_batch(events: Iterable[Event], next_seq: int | None = None) -> tuple[Event, ...]:
+def check_batch(
+    events: Iterable[Event],
+    next_seq: int | None = None,
+    *,
+    known_types: frozenset[str] = DEFAULT_KNOWN_TYPES,
+) -> tuple[Event, ...]:
     """The batch as a tuple, or a KernelError naming the first bad event.
 
     `next_seq` is the seq the stored log expects next (its length); None checks
     only that the batch is contiguous from its own first seq (the store compares
-    that seq with the stored log inside its transaction).
+    that seq with the stored log inside its transaction). `known_types` is the
+    vocabulary the store's loader reads without `ignorable`.
     """
     batch = tuple(e if not isinstance(e, Event) else _canonical_type(e) for e in events)
     if next_seq is None and batch and isinstance(batch[0], Event):
@@ -69,6 +77,7 @@ def check_batch(events: Iterable[Event], next_seq: int | None = None) -> tuple[E
         if type(event.ignorable) is not bool:
             raise InvalidEnvelope(f"{where}: ignorable must be a bool (R2)", index=index)
         check_envelope(event_to_wire(event), where)
+        check_loadable(event.type, event.data, event.ignorable, known_types, where, index)
         if isinstance(op, Replace):
             start, end = safe_int(op.start), safe_int(op.end)
             if start is None or end is None or start < 0 or end < 0:

@@ -373,7 +373,7 @@ class JsonlStore:
         The first non-empty append of a created session materializes its file.
         """
         session_id = canonical_text(session_id)
-        batch = check_batch(events)
+        batch = check_batch(events, known_types=self.known_types)
         pending = self._pending.get(session_id)
         if pending is not None:
             if self._locate(session_id) is not None:

@@ -643,7 +643,7 @@ class SqliteStore:
         """
         self._refuse_if_read_only()
         session_id = canonical_text(session_id)
-        batch = check_batch(events)
+        batch = check_batch(events, known_types=self.known_types)
         if not batch:
             if session_id not in self._pending:
                 self._read(session_id)

@@ -38,9 +38,11 @@ def law_lossless_json_accepted(value: Any) -> None:
         "kernel JSON text (encode_json_bytes / parse_json) does not round-trip",
         v=value,
     )
-    log = SessionLog.empty().append("x-app/value", value, time=0)
+    log = SessionLog.empty().append("x-app/value", value, time=0, ignorable=True)
     check(json_equal(thaw(log.events[0].data), value), law, "appended data changed", v=value)
-    seeded = SessionLog.seed([{"type": "x-app/value", "seq": 0, "time": 0, "data": value}], now=1)
+    seeded = SessionLog.seed(
+        [{"type": "x-app/value", "seq": 0, "time": 0, "data": value, "ignorable": True}], now=1
+    )
     check(json_equal(thaw(seeded.events[0].data), value), law, "seeded data changed", v=value)
     header = header_from_json({**_HEADER, "x-extension": value})
     check(header.id == "sess-1", law, "header with an extra lossless key rejected", v=value)
@@ -50,8 +52,11 @@ def law_deep_json_accepted(value: Any) -> None:
     """P8 (deep values): a very deep chain is admitted by append and seed without RecursionError."""
     law = "P8 lossless JSON accepted (deep)"
     try:
-        log = SessionLog.empty().append("x-app/deep", value, time=0)
-        SessionLog.seed([{"type": "x-app/deep", "seq": 0, "time": 0, "data": value}], now=0)
+        log = SessionLog.empty().append("x-app/deep", value, time=0, ignorable=True)
+        SessionLog.seed(
+            [{"type": "x-app/deep", "seq": 0, "time": 0, "data": value, "ignorable": True}],
+            now=0,
+        )
         check(json_equal(log.events[0].data, value), law, "deep value changed on append")
     except RecursionError:
         violated(law, "admission hit the recursion limit (the validator must be iterative)")
@@ -90,9 +95,12 @@ def law_lossy_json_rejected(bad: BadJson) -> None:
     law = f"P9 lossy JSON rejected [{bad.label}]"
     paths = {
         "freeze": lambda: freeze(bad.value),
-        "append": lambda: SessionLog.empty().append("x-app/value", bad.value, time=0),
+        "append": lambda: SessionLog.empty().append(
+            "x-app/value", bad.value, time=0, ignorable=True
+        ),
         "seed": lambda: SessionLog.seed(
-            [{"type": "x-app/value", "seq": 0, "time": 0, "data": bad.value}], now=0
+            [{"type": "x-app/value", "seq": 0, "time": 0, "data": bad.value, "ignorable": True}],
+            now=0,
         ),
         "header": lambda: SessionLog.empty(header={**_HEADER, "x-extension": bad.value}),
     }
