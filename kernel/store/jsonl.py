@@ -4,7 +4,9 @@ A thin shell over the pure core: the bytes to write come from `kernel.durable`
 and `kernel.frames`, and so does every decision (the durable prefix, the torn
 tail, the closers). This module only opens, reads, writes, fsyncs, links and
 truncates. Committed bytes are never rewritten; a repair truncates only a torn
-tail, holding an exclusive `flock` on the file (appends take it too).
+tail, holding an exclusive `flock` on the file (appends take it too), and keeps
+what it removes in a quarantine file beside the log, durably, before it truncates
+(§6.5); `undo_repair` puts the original bytes back.
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ from kernel.frames import (
     write_jsonl_zstd,
 )
 from kernel.json import safe_int
+from kernel.quarantine import (
+    describe_tail_records,
+    parse_quarantine_name,
+    quarantine_matches,
+    quarantine_name,
+    records_in_tail,
+    restored_bytes,
+)
 from kernel.store.batch import admit_stored_header, canonical_text, check_batch
 from kernel.store.collector import paused_collector
 from kernel.store.errors import (
@@ -43,7 +53,7 @@ from kernel.store.errors import (
 from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, project_dir_name, session_dir_name
 from kernel.store.results import RepairReport, StoredSession
 
-__all__ = ("JsonlStore", "inspect_file", "repair_file", "is_zstd_log")
+__all__ = ("JsonlStore", "inspect_file", "repair_file", "undo_repair", "is_zstd_log")
 
 _MAGIC: Final = ZSTD_MAGIC.to_bytes(4, "little")
 _READ_CHUNK: Final = 1 << 16
@@ -141,9 +151,11 @@ def _load_bytes(
         return load(data, session_id=session_id, now=now, known_types=known_types)
 
 
-def _report(location: str, loaded: Loaded, *, committed: bool) -> RepairReport:
+def _report(location: str, loaded: Loaded, data: bytes, *, zstd: bool) -> RepairReport:
     recovered = loaded.torn_frame.recovered if loaded.torn_frame is not None else ()
     prefix_length = len(loaded.events) - len(loaded.closers)
+    # A torn Zstandard frame's readable records are `recovered` and written back.
+    tail = records_in_tail(data, loaded.committed_bytes) if loaded.torn and not zstd else ()
     return RepairReport(
         location=location,
         torn=loaded.torn,
@@ -154,8 +166,47 @@ def _report(location: str, loaded: Loaded, *, committed: bool) -> RepairReport:
         torn_reason=loaded.torn_reason,
         recovered=recovered if loaded.torn else (),
         closers=loaded.closers,
-        committed=committed,
+        tail_records=tail,
     )
+
+
+def _refuse_intact_tail(report: RepairReport) -> None:
+    """The strict-tail option (Decision 14): intact records after damage are refused, not cut."""
+    if any(record.terminated for record in report.tail_records):
+        raise CorruptLog(
+            f"{report.location}: {describe_tail_records(report.tail_records)}; "
+            "refused to repair (strict tail: damage is followed by complete records)"
+        )
+
+
+def _write_quarantine(path: Path, data: bytes, offset: int) -> Path:
+    """Keep `data[offset:]` in a file beside `path`, durably (file and directory fsynced).
+
+    Idempotent: a repair retried after a crash finds the same name with the same
+    content. Written to a temporary name and linked, so the quarantine is either
+    complete or absent.
+    """
+    removed = data[offset:]
+    target = path.with_name(quarantine_name(path.name, offset, removed))
+    temporary = path.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
+    try:
+        try:
+            _write_all(fd, removed)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temporary, target)
+        except FileExistsError:
+            if _read_file(target) != removed:
+                raise CorruptLog(
+                    f"{target}: a quarantine file of that name holds other bytes"
+                ) from None
+    finally:
+        os.unlink(temporary)
+    _fsync_dir(path.parent)
+    return target
 
 
 def _repair_payload(loaded: Loaded, *, zstd: bool, pack_chunks: bool) -> bytes:
@@ -167,15 +218,21 @@ def _repair_payload(loaded: Loaded, *, zstd: bool, pack_chunks: bool) -> bytes:
     return encode_records(loaded.closers, pack_chunks=pack_chunks)
 
 
-def _commit_repair(fd: int, loaded: Loaded, *, zstd: bool, pack_chunks: bool) -> None:
-    """§6.1 / §6.2 on an open, locked file: truncate to the committed end, append, fsync each."""
+def _commit_repair(
+    fd: int, path: Path, data: bytes, loaded: Loaded, *, zstd: bool, pack_chunks: bool
+) -> Path | None:
+    """§6.1 / §6.2 / §6.5 on an open, locked file: quarantine the torn tail, truncate to
+    the committed end, append the closers, fsync each step; returns the quarantine."""
+    quarantine = None
     if loaded.torn:
+        quarantine = _write_quarantine(path, data, loaded.committed_bytes)
         os.ftruncate(fd, loaded.committed_bytes)
         os.fsync(fd)
     payload = _repair_payload(loaded, zstd=zstd, pack_chunks=pack_chunks)
     if payload:
         os.lseek(fd, 0, os.SEEK_END)
         _append_durably(fd, payload)
+    return quarantine
 
 
 def _converged(
@@ -211,7 +268,7 @@ def inspect_file(
     data = _read_file(file)
     zstd = is_zstd_log(data)
     loaded = _load_bytes(data, zstd=zstd, session_id=session_id, now=now, known_types=known_types)
-    return StoredSession(loaded.header, loaded.events, _report(str(file), loaded, committed=False))
+    return StoredSession(loaded.header, loaded.events, _report(str(file), loaded, data, zstd=zstd))
 
 
 def repair_file(
@@ -221,13 +278,17 @@ def repair_file(
     dry_run: bool = False,
     pack_chunks: bool = True,
     known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+    strict_tail: bool = False,
 ) -> RepairReport:
     """Commit the crash repair of one JSONL log file (§6.1 / §6.2), exactly once.
 
-    Truncates a torn tail and appends the closers (for Zstandard, the events
-    recovered from the torn frame first, in one new frame), then re-reads the
-    file and checks nothing is left to repair. With `dry_run` nothing is
-    written. The report's `committed` says whether anything was written.
+    Keeps a torn tail in a quarantine file beside the log (§6.5; the report's
+    `quarantine`), truncates it and appends the closers (for Zstandard, the
+    events recovered from the torn frame first, in one new frame), then re-reads
+    the file and checks nothing is left to repair. With `dry_run` nothing is
+    written. The report's `committed` says whether anything was written. With
+    `strict_tail`, a torn tail that holds complete records after damage is
+    refused (`CorruptLog`) instead of repaired.
     """
     file = Path(path)
     fd = os.open(file, (os.O_RDONLY if dry_run else os.O_RDWR) | os.O_CLOEXEC)
@@ -237,14 +298,65 @@ def repair_file(
         data = _read_all(fd)
         zstd = is_zstd_log(data)
         loaded = _load_bytes(data, zstd=zstd, session_id=None, now=now, known_types=known_types)
-        report = _report(str(file), loaded, committed=False)
+        report = _report(str(file), loaded, data, zstd=zstd)
+        if strict_tail:
+            _refuse_intact_tail(report)
         if dry_run or not report.needed:
             return report
-        _commit_repair(fd, loaded, zstd=zstd, pack_chunks=pack_chunks)
+        quarantine = _commit_repair(fd, file, data, loaded, zstd=zstd, pack_chunks=pack_chunks)
     finally:
         os.close(fd)
     _converged(_read_file(file), zstd, None, now, known_types)
-    return attrs.evolve(report, committed=True)
+    return attrs.evolve(
+        report, committed=True, quarantine=None if quarantine is None else str(quarantine)
+    )
+
+
+def undo_repair(
+    quarantine: str | os.PathLike[str], *, known_types: Collection[str] = DEFAULT_KNOWN_TYPES
+) -> Path:
+    """Put back the bytes a repair removed: the log is again exactly as it was before it.
+
+    `quarantine` is the file a repair kept beside the log (`RepairReport.quarantine`).
+    Refused (`CorruptLog`) when its content does not match its name, or when the log
+    has changed since the repair beyond the closers that repair appended, since
+    undoing it then would drop later events. The log is truncated to the
+    quarantine's offset, the quarantined bytes appended and fsynced, and the
+    quarantine removed. Returns the log's path.
+    """
+    source = Path(quarantine)
+    parsed = parse_quarantine_name(source.name)
+    if parsed is None:
+        raise StoreError(f"{source}: not a quarantine file name (<log>.torn-<offset>-<hash>)")
+    log_name, offset, _ = parsed
+    removed = _read_file(source)
+    if not quarantine_matches(source.name, removed):
+        raise CorruptLog(f"{source}: its content does not match the hash in its name")
+    log = source.with_name(log_name)
+    fd = os.open(log, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        current = _read_all(fd)
+        original = restored_bytes(current, offset, removed)
+        zstd = is_zstd_log(original)
+        before = _load_bytes(original, zstd=zstd, session_id=None, now=0, known_types=known_types)
+        after = _load_bytes(current, zstd=zstd, session_id=None, now=0, known_types=known_types)
+        if after.events != before.events:
+            raise CorruptLog(
+                f"{log}: the log holds {len(after.events)} events where its repair left "
+                f"{len(before.events)}: it changed after the repair, and undoing it would "
+                "drop what was appended since"
+            )
+        os.ftruncate(fd, offset)
+        os.fsync(fd)
+        os.lseek(fd, 0, os.SEEK_END)
+        _write_all(fd, removed)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.unlink(source)
+    _fsync_dir(log.parent)
+    return log
 
 
 # -- the store ----------------------------------------------------------------------------------
@@ -271,7 +383,9 @@ class JsonlStore:
 
     `zstd` selects `session.jsonl.zstd` files (a root holds one encoding only);
     `pack_chunks=False` writes delta chunks unpacked (diagnostics);
-    `known_types` is the vocabulary the loader accepts without `ignorable`.
+    `known_types` is the vocabulary the loader accepts without `ignorable`;
+    `strict_tail` refuses to repair a torn tail that holds complete records
+    after damage (Decision 14), where by default they are cut and quarantined.
     A session lives in `<root>/<project dir>/<session dir>/`, the session
     directory named by `session_dir_name(id)` (long ids are shortened with a
     hash); ids are taken in their canonical spelling (`canonical_text`).
@@ -287,9 +401,11 @@ class JsonlStore:
         zstd: bool = False,
         pack_chunks: bool = True,
         known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+        strict_tail: bool = False,
     ) -> None:
         self.root = Path(root)
         self.zstd = zstd
+        self.strict_tail = strict_tail
         self.pack_chunks = pack_chunks
         self.known_types = frozenset(known_types)
         self._name = ZSTD_NAME if zstd else PLAIN_NAME
@@ -473,9 +589,10 @@ class JsonlStore:
         """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
         session_id = canonical_text(session_id)
         path = self._path_of(session_id)
-        loaded = self._plan(session_id, path, _read_file(path), now)
+        data = _read_file(path)
+        loaded = self._plan(session_id, path, data, now)
         return StoredSession(
-            loaded.header, loaded.events, _report(str(path), loaded, committed=False)
+            loaded.header, loaded.events, _report(str(path), loaded, data, zstd=self.zstd)
         )
 
     def load(self, session_id: str, *, now: int, adopt_live: bool = False) -> StoredSession:
@@ -483,15 +600,21 @@ class JsonlStore:
 
         With `adopt_live` (the session is still owned by a live writer, e.g.
         after a hot reload) a torn tail is truncated but closers are never
-        appended: an open last turn raises `LiveSessionOpen` instead.
+        appended: an open last turn raises `LiveSessionOpen` instead. A torn tail
+        is kept in a quarantine file beside the log before it is cut (§6.5; the
+        report's `quarantine`); with the store's `strict_tail`, one that holds
+        complete records after damage is refused (`CorruptLog`) instead.
         """
         session_id = canonical_text(session_id)
         path = self._path_of(session_id)
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            loaded = self._plan(session_id, path, _read_all(fd), now)
-            report = _report(str(path), loaded, committed=False)
+            data = _read_all(fd)
+            loaded = self._plan(session_id, path, data, now)
+            report = _report(str(path), loaded, data, zstd=self.zstd)
+            if self.strict_tail:
+                _refuse_intact_tail(report)
             if adopt_live and loaded.closers:
                 raise LiveSessionOpen(
                     f"session {session_id!r} is owned by a live writer and its last turn is open"
@@ -499,11 +622,16 @@ class JsonlStore:
             if not report.needed:
                 return StoredSession(loaded.header, loaded.events, report)
             self._tails.pop(session_id, None)
-            _commit_repair(fd, loaded, zstd=self.zstd, pack_chunks=self.pack_chunks)
+            quarantine = _commit_repair(
+                fd, path, data, loaded, zstd=self.zstd, pack_chunks=self.pack_chunks
+            )
         finally:
             os.close(fd)
         again = _converged(_read_file(path), self.zstd, session_id, now, self.known_types)
-        return StoredSession(again.header, again.events, attrs.evolve(report, committed=True))
+        kept = None if quarantine is None else str(quarantine)
+        return StoredSession(
+            again.header, again.events, attrs.evolve(report, committed=True, quarantine=kept)
+        )
 
     def read_from(self, session_id: str, from_seq: int) -> tuple[Event, ...]:
         """Stored events with `seq >= from_seq` from the valid prefix: no repair, no closers."""

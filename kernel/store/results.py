@@ -9,6 +9,7 @@ from __future__ import annotations
 import attrs
 
 from kernel.events import Event, SessionHeader
+from kernel.quarantine import TailRecord
 
 __all__ = ("RepairReport", "StoredSession")
 
@@ -26,6 +27,11 @@ class RepairReport:
     `recovered` are events read from a torn Zstandard frame that the repair
     writes back; `closers` the interrupted-turn closers appended. `committed`
     is true only when this report describes writes that were made.
+
+    Nothing removed is lost (docs/format/persistence.md §6.5): `tail_records` are
+    the complete, decodable records the removed bytes of a plain JSONL log hold,
+    and a committed repair names in `quarantine` where it kept what it removed
+    (a file beside the log, or `sqlite:<db>#quarantine/<revision>`).
     """
 
     location: str
@@ -38,6 +44,8 @@ class RepairReport:
     recovered: tuple[Event, ...] = ()
     closers: tuple[Event, ...] = ()
     committed: bool = False
+    tail_records: tuple[TailRecord, ...] = ()
+    quarantine: str | None = None
 
     @property
     def needed(self) -> bool:
