@@ -8,14 +8,17 @@ bytes hold, and a strict store refuses to cut intact records after damage.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kernel import SessionLog, write_jsonl
+from kernel.cli import main
 from kernel.errors import CorruptLog
 from kernel.events import APPEND
 from kernel.frames import write_jsonl_zstd
@@ -231,6 +234,57 @@ def test_a_strict_store_refuses_the_load(tmp_path: Path) -> None:
     with pytest.raises(CorruptLog, match="strict tail"):
         store.load("s", now=1)
     assert len(JsonlStore(tmp_path / "root").load("s", now=1).events) == 4  # prefix + closers
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def _main(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, Any]:
+    code = main([str(arg) for arg in args])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if "--json" in map(str, args) else out
+
+
+def test_the_command_names_the_quarantine_and_undoes_the_repair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prefix = write_jsonl(HEADER, _open_turn(2).events)
+    original = prefix + _turn_end_line(4)
+    log = _write(tmp_path / "session.jsonl", original)
+    code, inspected = _main(capsys, "inspect", log, "--json")
+    assert code == 0
+    (only,) = inspected if isinstance(inspected, list) else [inspected]
+    assert only["tail"]["completeRecords"] == [
+        {
+            "seq": 4,
+            "type": "turn/end",
+            "start": len(prefix),
+            "end": len(original),
+            "terminated": False,
+            "events": 1,
+        }
+    ]
+    code, repaired = _main(capsys, "repair", log, "--json")
+    assert code == 0 and [repaired["quarantine"]] == [str(p) for p in _quarantines(tmp_path)]
+    assert "lacks its newline" in repaired["completeRecordsSummary"]
+    code, out = _main(capsys, "inspect", log)
+    assert "quarantined by a repair" in out
+    code, undone = _main(capsys, "repair", "--undo", repaired["quarantine"], "--json")
+    assert code == 0 and undone["restored"] == str(log)
+    assert log.read_bytes() == original
+
+
+def test_the_command_refuses_a_strict_tail_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _lines(write_jsonl(HEADER, _open_turn(5).events))
+    lines[3] = b"{damaged"
+    original = b"\n".join(lines)
+    log = _write(tmp_path / "session.jsonl", original)
+    code = main(["repair", str(log), "--strict-tail"])
+    captured = capsys.readouterr()
+    assert code == 1 and "strict tail" in captured.err + captured.out
+    assert log.read_bytes() == original and _quarantines(tmp_path) == []
 
 
 # -- SIGKILL at every syscall of a repair -------------------------------------------------------

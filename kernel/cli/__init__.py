@@ -64,10 +64,17 @@ def _run_verify(args: argparse.Namespace, now: int) -> int:
 
 
 def _run_repair(args: argparse.Namespace, now: int) -> int:
-    from kernel.cli.repairing import run_repair
+    from kernel.cli.repairing import run_repair, run_undo
 
+    if args.undo:
+        return run_undo(args.log, as_json=args.json)
     return run_repair(
-        args.log, session=args.session, dry_run=args.dry_run, as_json=args.json, now=now
+        args.log,
+        session=args.session,
+        dry_run=args.dry_run,
+        as_json=args.json,
+        now=now,
+        strict_tail=args.strict_tail,
     )
 
 
@@ -202,6 +209,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--session", metavar="ID", help="the session to repair (SQLite; default: all sessions)"
     )
     repair.add_argument("--dry-run", action="store_true", help="print the plan and write nothing")
+    repair.add_argument(
+        "--strict-tail",
+        action="store_true",
+        help="refuse (exit 1) a JSONL torn tail that holds complete records after damage",
+    )
+    repair.add_argument(
+        "--undo",
+        action="store_true",
+        help="LOG is a quarantine file a repair kept: put its bytes back into the log",
+    )
     repair.add_argument("--json", action="store_true", help="print one JSON document")
     repair.set_defaults(run=_run_repair)
 

@@ -81,8 +81,13 @@ def _turn_rows(turns: Sequence[dict[str, Any]]) -> list[list[Any]]:
 
 
 def _tail_pairs(tail: dict[str, Any]) -> list[tuple[str, Any]]:
+    kept = (
+        [("quarantined by a repair", ", ".join(tail["quarantines"]))]
+        if tail.get("quarantines")
+        else []
+    )
     if not tail.get("torn"):
-        return [("torn tail", text("no", "green"))]
+        return [("torn tail", text("no", "green")), *kept]
     pairs: list[tuple[str, Any]] = [("torn tail", text("yes", "yellow"))]
     labels = (
         ("committedBytes", "committed region ends at byte"),
@@ -92,9 +97,10 @@ def _tail_pairs(tail: dict[str, Any]) -> list[tuple[str, Any]]:
         ("tornFromSeq", "torn rows from seq"),
         ("droppedRecords", "records dropped"),
         ("reason", "why"),
+        ("completeRecordsSummary", "what it holds"),
     )
     pairs.extend((label, tail[key]) for key, label in labels if tail.get(key) is not None)
-    return pairs
+    return [*pairs, *kept]
 
 
 def _truncation(repair: dict[str, Any]) -> list[tuple[str, Any]]:

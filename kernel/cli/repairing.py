@@ -16,12 +16,13 @@ from rich.text import Text
 from kernel.cli import analysis, exits
 from kernel.cli.inspecting import kind_of_path
 from kernel.cli.output import key_values, print_json, printable_doc, stdout_console, table, text
-from kernel.cli.sources import SQLITE, open_log
+from kernel.cli.sources import SQLITE, open_log, tail_records_json
 from kernel.cli.sqlite import repair_sqlite
-from kernel.store.jsonl import repair_file
+from kernel.quarantine import describe_tail_records
+from kernel.store.jsonl import repair_file, undo_repair
 from kernel.store.results import RepairReport
 
-__all__ = ("repair_document", "run_repair", "render")
+__all__ = ("repair_document", "run_repair", "run_undo", "render")
 
 
 def repair_document(report: RepairReport, *, dry_run: bool) -> dict[str, Any]:
@@ -39,6 +40,11 @@ def repair_document(report: RepairReport, *, dry_run: bool) -> dict[str, Any]:
         "tornReason": report.torn_reason,
         "recoveredEvents": len(report.recovered),
         "closers": analysis.closers(report.closers),
+        "completeRecords": tail_records_json(report.tail_records),
+        "completeRecordsSummary": (
+            describe_tail_records(report.tail_records) if report.tail_records else None
+        ),
+        "quarantine": report.quarantine,
     }
 
 
@@ -68,6 +74,10 @@ def render(doc: dict[str, Any]) -> Group:
             pairs.append(("torn tail", f"{verb_delete} rows from seq {doc['tornFromSeq']} on"))
         pairs.append(("records dropped", doc["droppedRecords"]))
         pairs.append(("why", doc["tornReason"]))
+        if doc["completeRecordsSummary"]:
+            pairs.append(("what it held", doc["completeRecordsSummary"]))
+        if doc["quarantine"]:
+            pairs.append(("kept in", f"{doc['quarantine']} (undo: repair --undo FILE)"))
         if doc["recoveredEvents"]:
             pairs.append(
                 ("recovered", f"{doc['recoveredEvents']} event(s) from the torn frame rewritten")
@@ -93,25 +103,47 @@ def render(doc: dict[str, Any]) -> Group:
 
 
 def _reports(
-    path: str, kind: str, session: str | None, dry_run: bool, now: int
+    path: str, kind: str, session: str | None, dry_run: bool, now: int, strict_tail: bool
 ) -> list[RepairReport]:
     if kind == SQLITE:
         return repair_sqlite(path, session=session, dry_run=dry_run, now=now)
     if session is not None:
         open_log(path, kind, session=session, now=now)  # CorruptLog when the file holds another id
-    return [repair_file(path, now=now, dry_run=dry_run)]
+    return [repair_file(path, now=now, dry_run=dry_run, strict_tail=strict_tail)]
 
 
-def run_repair(path: str, *, session: str | None, dry_run: bool, as_json: bool, now: int) -> int:
+def run_repair(
+    path: str,
+    *,
+    session: str | None,
+    dry_run: bool,
+    as_json: bool,
+    now: int,
+    strict_tail: bool = False,
+) -> int:
     """Repair one log file (every session of a SQLite database unless `session` is given)."""
     kind = kind_of_path(path)
-    docs = [
-        repair_document(r, dry_run=dry_run) for r in _reports(path, kind, session, dry_run, now)
-    ]
+    reports = _reports(path, kind, session, dry_run, now, strict_tail)
+    docs = [repair_document(r, dry_run=dry_run) for r in reports]
     if as_json:
         print_json(docs[0] if len(docs) == 1 and kind != SQLITE else docs)
         return exits.OK
     console = stdout_console()
     for doc in docs:
         console.print(render(doc))
+    return exits.OK
+
+
+def run_undo(quarantine: str, *, as_json: bool) -> int:
+    """Put back the bytes a repair kept in `quarantine`: the log is as it was before it."""
+    log = undo_repair(quarantine)
+    if as_json:
+        print_json({"restored": str(log), "quarantine": quarantine})
+        return exits.OK
+    stdout_console().print(
+        Group(
+            Text.assemble(("undo ", "bold"), (str(log), "bold cyan")),
+            text(f"restored the bytes its repair removed, from {quarantine}", "green"),
+        )
+    )
     return exits.OK

@@ -24,6 +24,12 @@ from kernel.codec import header_to_json
 from kernel.durable import Loaded, load_jsonl
 from kernel.events import Event, SessionHeader
 from kernel.frames import ZSTD_MAGIC, load_jsonl_zstd
+from kernel.quarantine import (
+    TailRecord,
+    describe_tail_records,
+    parse_quarantine_name,
+    records_in_tail,
+)
 from kernel.store.collector import paused_collector
 from kernel.store.errors import SessionNotFound
 from kernel.store.results import StoredSession
@@ -251,7 +257,36 @@ def discover(
     return Discovery(tuple(sorted(found.items())), tuple(failed))
 
 
-def opened_from_loaded(path: str, kind: str, loaded: Loaded) -> Opened:
+def tail_records_json(records: Sequence[TailRecord]) -> list[dict[str, Any]]:
+    """The complete records a torn tail holds, as JSON (docs/format/persistence.md §6.5)."""
+    return [
+        {
+            "seq": r.seq,
+            "type": r.type,
+            "start": r.start,
+            "end": r.end,
+            "terminated": r.terminated,
+            "events": r.count,
+        }
+        for r in records
+    ]
+
+
+def quarantines_beside(path: str) -> list[str]:
+    """The quarantine files a repair of the log at `path` kept beside it, by name."""
+    log = Path(path)
+    try:
+        names = os.listdir(log.parent)
+    except OSError:
+        return []
+    return sorted(
+        str(log.parent / name)
+        for name in names
+        if (parsed := parse_quarantine_name(name)) is not None and parsed[0] == log.name
+    )
+
+
+def opened_from_loaded(path: str, kind: str, loaded: Loaded, data: bytes | None = None) -> Opened:
     """The `Opened` view of a JSONL load: prefix, closers and the torn-tail facts."""
     stored = loaded.events[: len(loaded.events) - len(loaded.closers)]
     tail: dict[str, Any] = {
@@ -264,6 +299,10 @@ def opened_from_loaded(path: str, kind: str, loaded: Loaded) -> Opened:
     if loaded.torn_frame is not None:
         tail["tornFrameStart"] = loaded.torn_frame.truncate_to
         tail["recoveredEvents"] = len(loaded.torn_frame.recovered)
+    elif loaded.torn and data is not None:
+        records = records_in_tail(data, loaded.committed_bytes)
+        tail["completeRecords"] = tail_records_json(records)
+        tail["completeRecordsSummary"] = describe_tail_records(records)
     return Opened(path, kind, loaded.header, tuple(stored), tuple(loaded.closers), tail)
 
 
@@ -298,7 +337,9 @@ def open_log(path: str, kind: str, *, session: str | None, now: int) -> Opened:
     load = load_jsonl_zstd if kind == ZSTD else load_jsonl
     with paused_collector():
         loaded = load(data, session_id=session, now=now)
-    return opened_from_loaded(path, kind, loaded)
+    opened = opened_from_loaded(path, kind, loaded, data)
+    opened.tail["quarantines"] = quarantines_beside(path)
+    return opened
 
 
 def open_logs(path: str, kind: str, *, session: str | None, now: int) -> Iterator[Opened]:
