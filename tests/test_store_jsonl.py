@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import stat
 import subprocess
 import sys
@@ -858,3 +859,61 @@ def test_lone_surrogates_in_the_id_cwd_and_type_round_trip(tmp_path: Path, zstd:
     created = _fill(store, events, header) and store.load(header["id"], now=0).header
     assert (created.id, created.cwd, created.agent_preset) == ("s-\ud800", "/p/\udc00", "\udbff")
     assert _store(tmp_path, zstd).load(header["id"], now=0).events == tuple(events)
+
+
+# -- a store follows no symbolic link below its root --------------------------------------------
+
+
+def _outside_copy(tmp_path: Path, path: Path) -> Path:
+    outside = tmp_path / "outside" / path.name
+    outside.parent.mkdir()
+    outside.write_bytes(path.read_bytes())
+    return outside
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+@pytest.mark.parametrize("link", ["file", "session-dir"])
+def test_a_link_inside_the_store_is_neither_written_nor_read(
+    tmp_path: Path, zstd: bool, link: str
+) -> None:
+    events = _log(1, 1)
+    store = _store(tmp_path, zstd)
+    path = _fill(store, events[:-2])
+    if link == "file":
+        outside = _outside_copy(tmp_path, path)
+        path.unlink()
+        path.symlink_to(outside)
+    else:
+        outside_dir = tmp_path / "outside"
+        path.parent.rename(outside_dir)
+        path.parent.symlink_to(outside_dir, target_is_directory=True)
+        outside = outside_dir / path.name
+    before = outside.read_bytes()
+    fresh = _store(tmp_path, zstd)
+    for attempt in (
+        lambda: fresh.append("s-1", events[-2:-1]),
+        lambda: fresh.load("s-1", now=0),
+        lambda: fresh.inspect("s-1"),
+        lambda: fresh.read_from("s-1", 0),
+        lambda: fresh.list(),
+    ):
+        with pytest.raises(StoreLayoutError, match="symbolic link inside the store"):
+            attempt()
+    assert outside.read_bytes() == before
+    assert sorted(p.name for p in outside.parent.iterdir()) == [outside.name]
+
+
+def test_a_new_session_is_not_written_through_a_linked_project_directory(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    store.create(HEADER)
+    store.append("s-1", _log(1, 1)[:2])
+    project = store.path_of("s-1").parent.parent
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    other = {**HEADER, "id": "s-2"}
+    shutil.rmtree(project)
+    project.symlink_to(outside, target_is_directory=True)
+    store.create(other)
+    with pytest.raises(StoreLayoutError, match="symbolic link inside the store"):
+        store.append("s-2", _log(1, 1)[:2])
+    assert list(outside.iterdir()) == []

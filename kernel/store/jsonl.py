@@ -11,6 +11,7 @@ what it removes in a quarantine file beside the log, durably, before it truncate
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import secrets
@@ -82,6 +83,53 @@ def _read_all(fd: int) -> bytes:
 def _read_file(path: Path) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+def _open_inside(root: Path, path: Path, flags: int) -> int:
+    """Open `path`, a file below `root`, following no symbolic link below `root`.
+
+    Each directory between the root and the file is opened with `O_NOFOLLOW`
+    relative to the one before it, and so is the file: a store reads and writes
+    only inside its root, whatever links are planted in it (the root itself
+    may be a link). A link is a `StoreLayoutError`.
+    """
+    parts = path.relative_to(root).parts
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+            )
+            os.close(fd)
+            fd = inner
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise StoreLayoutError(
+                f"{path}: a symbolic link inside the store; a store follows no link below its root"
+            ) from None
+        raise
+    finally:
+        os.close(fd)
+
+
+def _read_inside(root: Path, path: Path) -> bytes:
+    fd = _open_inside(root, path, os.O_RDONLY)
+    try:
+        return _read_all(fd)
+    finally:
+        os.close(fd)
+
+
+def _refuse_links(root: Path, directory: Path) -> None:
+    """Refuse to create or write into `directory` through a link below `root`."""
+    probe = root
+    for part in directory.relative_to(root).parts:
+        probe = probe / part
+        if probe.is_symlink():
+            raise StoreLayoutError(
+                f"{probe}: a symbolic link inside the store; a store follows no link below its root"
+            )
 
 
 def _fsync_dir(path: Path) -> None:
@@ -516,6 +564,7 @@ class JsonlStore:
         write = write_jsonl_zstd if self.zstd else write_jsonl
         data = write(header, batch, pack_chunks=self.pack_chunks)
         directory = self.root / project_dir_name(header.cwd) / session_dir_name(header.id)
+        _refuse_links(self.root, directory)
         _make_dirs(directory)
         final = directory / self._name
         temporary = directory / f".{self._name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
@@ -541,7 +590,7 @@ class JsonlStore:
 
     def _scan_tail(self, session_id: str, path: Path) -> int:
         """The next seq of a stored file; refuses a file that ends in a torn tail."""
-        data = _read_file(path)
+        data = _read_inside(self.root, path)
         scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)
         if scan.header.get("id") != session_id:
             raise CorruptLog(f"{path}: the header names session {scan.header.get('id')!r}")
@@ -554,7 +603,7 @@ class JsonlStore:
         return len(scan.events)
 
     def _append_file(self, session_id: str, path: Path, batch: tuple[Event, ...]) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        fd = _open_inside(self.root, path, os.O_WRONLY | os.O_APPEND)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
@@ -589,7 +638,7 @@ class JsonlStore:
         """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
         session_id = canonical_text(session_id)
         path = self._path_of(session_id)
-        data = _read_file(path)
+        data = _read_inside(self.root, path)
         loaded = self._plan(session_id, path, data, now)
         return StoredSession(
             loaded.header, loaded.events, _report(str(path), loaded, data, zstd=self.zstd)
@@ -607,7 +656,7 @@ class JsonlStore:
         """
         session_id = canonical_text(session_id)
         path = self._path_of(session_id)
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        fd = _open_inside(self.root, path, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             data = _read_all(fd)
@@ -627,7 +676,9 @@ class JsonlStore:
             )
         finally:
             os.close(fd)
-        again = _converged(_read_file(path), self.zstd, session_id, now, self.known_types)
+        again = _converged(
+            _read_inside(self.root, path), self.zstd, session_id, now, self.known_types
+        )
         kept = None if quarantine is None else str(quarantine)
         return StoredSession(
             again.header, again.events, attrs.evolve(report, committed=True, quarantine=kept)
@@ -640,7 +691,7 @@ class JsonlStore:
             raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
         session_id = canonical_text(session_id)
         path = self._path_of(session_id)
-        data = _read_file(path)
+        data = _read_inside(self.root, path)
         scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)
         if scan.header.get("id") != session_id:
             raise CorruptLog(f"{path}: the header names session {scan.header.get('id')!r}")
@@ -686,7 +737,7 @@ class JsonlStore:
     def _read_header(self, path: Path) -> SessionHeader:
         """The header of a log file, reading only its first line (or first frame)."""
         buffer = b""
-        with open(path, "rb") as f:
+        with os.fdopen(_open_inside(self.root, path, os.O_RDONLY), "rb") as f:
             while True:
                 chunk = f.read(_READ_CHUNK)
                 buffer += chunk
