@@ -917,3 +917,27 @@ def test_a_new_session_is_not_written_through_a_linked_project_directory(tmp_pat
     with pytest.raises(StoreLayoutError, match="symbolic link inside the store"):
         store.append("s-2", _log(1, 1)[:2])
     assert list(outside.iterdir()) == []
+
+
+def test_listing_reads_a_large_header_in_logarithmically_many_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each read asks for as much as is buffered, so the header frame is walked a number of
+    # times logarithmic in its size (it was once walked again after every 64 KiB read).
+    import kernel.store.jsonl as jsonl_module
+
+    noise = random.Random(3).choices("abcdefghijklmnopqrstuvwxyz0123456789", k=4 << 20)
+    header = {**HEADER, "agentPreset": "".join(noise)}
+    store = _store(tmp_path, True)
+    store.create(header)
+    store.append("s-1", _log(1, 1)[:1])
+    walks = []
+    real = jsonl_module.frame_end
+
+    def counted(data: bytes, start: int) -> int | None:
+        walks.append(len(data))
+        return real(data, start)
+
+    monkeypatch.setattr(jsonl_module, "frame_end", counted)
+    assert [h.id for h in _store(tmp_path, True).list()] == ["s-1"]
+    assert len(walks) <= 8, walks

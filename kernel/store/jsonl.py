@@ -735,24 +735,31 @@ class JsonlStore:
         return tuple(found[k][1] for k in sorted(found))
 
     def _read_header(self, path: Path) -> SessionHeader:
-        """The header of a log file, reading only its first line (or first frame)."""
-        buffer = b""
+        """The header of a log file, reading only its first line (or first frame).
+
+        Each read asks for as many bytes as are buffered already, so a header of
+        any size costs a number of reads and frame walks logarithmic in its size
+        and bytes read linear in it.
+        """
+        buffer = bytearray()
         with os.fdopen(_open_inside(self.root, path, os.O_RDONLY), "rb") as f:
             while True:
-                chunk = f.read(_READ_CHUNK)
+                searched = len(buffer)
+                chunk = f.read(max(_READ_CHUNK, searched))
                 buffer += chunk
                 if self.zstd:
-                    end = frame_end(buffer, 0) if buffer else None
+                    end = frame_end(bytes(buffer), 0) if buffer else None
                     if end is not None:
-                        scan = scan_jsonl_zstd(buffer[:end])
+                        scan = scan_jsonl_zstd(bytes(buffer[:end]))
                         break
                 else:
-                    newline = buffer.find(b"\n")
+                    newline = buffer.find(b"\n", searched)
                     if newline != -1:
-                        scan = scan_jsonl(buffer[: newline + 1])
+                        scan = scan_jsonl(bytes(buffer[: newline + 1]))
                         break
                 if not chunk:
-                    scan = scan_jsonl_zstd(buffer) if self.zstd else scan_jsonl(buffer)
+                    data = bytes(buffer)
+                    scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)
                     break
         return _stored_header(scan.header)
 
