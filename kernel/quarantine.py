@@ -11,9 +11,11 @@ onto an interrupted write), so a user can decide what to do with them.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import re
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -31,6 +33,9 @@ __all__ = (
     "records_in_tail",
     "describe_tail_records",
     "restored_bytes",
+    "RowQuarantine",
+    "encode_row_quarantine",
+    "decode_row_quarantine",
 )
 
 _DIGEST_HEX: Final = 16
@@ -184,3 +189,74 @@ def restored_bytes(kept: bytes, offset: int, removed: bytes) -> bytes:
             "it was truncated after the repair"
         )
     return kept[:offset] + removed
+
+
+# -- SQLite: removed rows, as a file beside the database -----------------------------------------
+
+_ROW_KIND: Final = "sqlite-rows"
+_BYTES_CLASSES: Final = frozenset({"text", "blob"})
+_CLASSES: Final = frozenset({"integer", "real", "null"}) | _BYTES_CLASSES
+
+
+@attrs.frozen
+class RowQuarantine:
+    """The rows a SQLite repair removed from one session, exactly as stored.
+
+    `rows` hold each column as `(storage class, value)`, the class as SQLite's
+    `typeof` names it; text and blob values are their bytes. `revision` is the
+    session's revision the repair found (the repair makes it `revision + 1`).
+    """
+
+    session_id: str
+    revision: int
+    torn_from: int
+    rows: tuple[tuple[tuple[str, Any], ...], ...]
+
+
+def encode_row_quarantine(quarantine: RowQuarantine) -> bytes:
+    """JSON lines: a header object, then one array of `[class, value]` pairs per row.
+
+    Text and blob bytes are written in base64, so the file is ASCII and exact.
+
+    >>> q = RowQuarantine("s", 3, 7, ((("integer", 7), ("text", b"x")),))
+    >>> decode_row_quarantine(encode_row_quarantine(q)) == q
+    True
+    """
+    head = {
+        "quarantine": _ROW_KIND,
+        "session": quarantine.session_id,
+        "revision": quarantine.revision,
+        "tornFromSeq": quarantine.torn_from,
+    }
+    lines = [json.dumps(head, separators=(",", ":"))]
+    for row in quarantine.rows:
+        cells = [
+            [kind, base64.b64encode(value).decode("ascii") if kind in _BYTES_CLASSES else value]
+            for kind, value in row
+        ]
+        lines.append(json.dumps(cells, separators=(",", ":")))
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def decode_row_quarantine(data: bytes) -> RowQuarantine | None:
+    """The rows of a SQLite quarantine file, or None if `data` is not one."""
+    try:
+        first, *rest = data.decode("ascii").splitlines()
+        head = json.loads(first)
+        if type(head) is not dict or head.get("quarantine") != _ROW_KIND:
+            return None
+        rows = []
+        for line in rest:
+            cells = json.loads(line)
+            row = []
+            for kind, value in cells:
+                if kind not in _CLASSES:
+                    return None
+                row.append((kind, base64.b64decode(value) if kind in _BYTES_CLASSES else value))
+            rows.append(tuple(row))
+        session, revision, torn_from = head["session"], head["revision"], head["tornFromSeq"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return None
+    if type(session) is not str or type(revision) is not int or type(torn_from) is not int:
+        return None
+    return RowQuarantine(session, revision, torn_from, tuple(rows))

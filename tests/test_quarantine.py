@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +26,13 @@ from kernel.events import APPEND
 from kernel.frames import write_jsonl_zstd
 from kernel.quarantine import (
     TailRecord,
+    decode_row_quarantine,
     describe_tail_records,
     parse_quarantine_name,
     records_in_tail,
     restored_bytes,
 )
-from kernel.store import JsonlStore
+from kernel.store import JsonlStore, SqliteStore
 from kernel.store.jsonl import inspect_file, repair_file, undo_repair
 
 HEADER = {"version": 0, "id": "s", "createdAt": 1}
@@ -372,3 +375,85 @@ def test_the_original_bytes_survive_a_kill_at_every_syscall_of_repair_and_undo(
             undo_repair(kept)
         assert log.read_bytes() == original, kill_at
         kill_at += 1
+
+
+# -- SQLite: the removed rows are kept beside the database --------------------------------------
+
+
+def _all_rows(path: Path) -> list[tuple[object, ...]]:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute(
+            "SELECT session_id, seq, typeof(data), CAST(data AS BLOB), type, time, "
+            "source_event_seqs, surface_op, ignorable FROM events ORDER BY session_id, seq"
+        ).fetchall()
+
+
+def _damaged_database(tmp_path: Path) -> tuple[Path, list[tuple[object, ...]]]:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        store.create(HEADER)
+        store.append("s", list(_open_turn(5).events))
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("UPDATE events SET data = '{bad' WHERE seq = 4")  # torn rows from seq 4
+    return path, _all_rows(path)
+
+
+def test_sqlite_repair_keeps_the_removed_rows_and_undo_restores_them(tmp_path: Path) -> None:
+    path, original = _damaged_database(tmp_path)
+    with SqliteStore(path) as store:
+        report = store.load("s", now=1).repair
+        assert report.torn and report.torn_from_seq == 4 and report.quarantine is not None
+        kept = Path(report.quarantine)
+        rows = decode_row_quarantine(kept.read_bytes()).rows  # type: ignore[union-attr]
+        assert [cells[0] for cells in rows] == [("integer", 4), ("integer", 5), ("integer", 6)]
+        assert kept.parent == tmp_path and parse_quarantine_name(kept.name)[:2] == ("s.db", 4)  # type: ignore[index]
+        assert _all_rows(path) != original
+        assert store.undo_repair(kept) == "s"
+    assert _all_rows(path) == original
+    assert not kept.exists()
+    with SqliteStore(path) as store:  # repaired again: the same rows kept again
+        again = store.load("s", now=1).repair
+    assert again.torn_from_seq == 4 and again.quarantine is not None
+    assert decode_row_quarantine(Path(again.quarantine).read_bytes()).rows == rows  # type: ignore[union-attr]
+
+
+def test_sqlite_undo_is_refused_once_the_session_moved_on(tmp_path: Path) -> None:
+    path, _ = _damaged_database(tmp_path)
+    with SqliteStore(path) as store:
+        loaded = store.load("s", now=1)
+        more = SessionLog.restore(loaded.events).append("turn/start", {"turn": 2}, time=9)
+        store.append("s", [more.events[-1]])
+        before = _all_rows(path)
+        with pytest.raises(CorruptLog, match="changed after its repair"):
+            store.undo_repair(loaded.repair.quarantine)  # type: ignore[arg-type]
+    assert _all_rows(path) == before
+
+
+def test_sqlite_rows_are_kept_before_the_repair_transaction_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, original = _damaged_database(tmp_path)
+
+    def fail(self: SqliteStore, session_id: str) -> None:
+        raise OSError("disk gone")
+
+    with SqliteStore(path) as store:
+        monkeypatch.setattr(SqliteStore, "_bump_revision", fail)
+        with pytest.raises(OSError):
+            store.load("s", now=1)
+        monkeypatch.undo()
+        assert _all_rows(path) == original  # rolled back, and the quarantine is already there
+        (kept,) = _quarantines(tmp_path)
+        assert store.load("s", now=1).repair.quarantine == str(kept)
+
+
+def test_the_command_undoes_a_sqlite_repair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, original = _damaged_database(tmp_path)
+    code, repaired = _main(capsys, "repair", path, "--json")
+    assert code == 0
+    (report,) = repaired
+    code, undone = _main(capsys, "repair", "--undo", report["quarantine"], "--json")
+    assert code == 0 and undone["restored"] == f"{path} (session s)"
+    assert _all_rows(path) == original

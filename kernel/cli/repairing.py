@@ -8,6 +8,7 @@ second run reports that there is nothing to do.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Group
@@ -18,9 +19,14 @@ from kernel.cli.inspecting import kind_of_path
 from kernel.cli.output import key_values, print_json, printable_doc, stdout_console, table, text
 from kernel.cli.sources import SQLITE, open_log, tail_records_json
 from kernel.cli.sqlite import repair_sqlite
-from kernel.quarantine import describe_tail_records
+from kernel.quarantine import (
+    decode_row_quarantine,
+    describe_tail_records,
+    parse_quarantine_name,
+)
 from kernel.store.jsonl import repair_file, undo_repair
 from kernel.store.results import RepairReport
+from kernel.store.sqlite import SqliteStore
 
 __all__ = ("repair_document", "run_repair", "run_undo", "render")
 
@@ -134,9 +140,21 @@ def run_repair(
     return exits.OK
 
 
+def _undo(quarantine: str) -> str:
+    """Undo through the layout the quarantine belongs to; the log (or database) restored."""
+    source = Path(quarantine)
+    parsed = parse_quarantine_name(source.name)
+    if parsed is not None and decode_row_quarantine(source.read_bytes()) is not None:
+        database = source.with_name(parsed[0])
+        with SqliteStore(database) as store:
+            session = store.undo_repair(source)
+        return f"{database} (session {session})"
+    return str(undo_repair(quarantine))
+
+
 def run_undo(quarantine: str, *, as_json: bool) -> int:
     """Put back the bytes a repair kept in `quarantine`: the log is as it was before it."""
-    log = undo_repair(quarantine)
+    log = _undo(quarantine)
     if as_json:
         print_json({"restored": str(log), "quarantine": quarantine})
         return exits.OK

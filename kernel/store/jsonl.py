@@ -38,7 +38,6 @@ from kernel.quarantine import (
     describe_tail_records,
     parse_quarantine_name,
     quarantine_matches,
-    quarantine_name,
     records_in_tail,
     restored_bytes,
 )
@@ -51,6 +50,11 @@ from kernel.store.errors import (
     StoreError,
     StoreLayoutError,
 )
+from kernel.store.files import FILE_MODE as _FILE_MODE
+from kernel.store.files import fsync_dir as _fsync_dir
+from kernel.store.files import read_file as _read_file
+from kernel.store.files import write_all as _write_all
+from kernel.store.files import write_quarantine
 from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, project_dir_name, session_dir_name
 from kernel.store.results import RepairReport, StoredSession
 
@@ -59,17 +63,9 @@ __all__ = ("JsonlStore", "inspect_file", "repair_file", "undo_repair", "is_zstd_
 _MAGIC: Final = ZSTD_MAGIC.to_bytes(4, "little")
 _READ_CHUNK: Final = 1 << 16
 _DIR_MODE: Final = 0o700
-_FILE_MODE: Final = 0o600
 
 
 # -- small I/O helpers --------------------------------------------------------------------------
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _read_all(fd: int) -> bytes:
@@ -78,11 +74,6 @@ def _read_all(fd: int) -> bytes:
     while chunk := os.read(fd, 1 << 20):
         parts.append(chunk)
     return b"".join(parts)
-
-
-def _read_file(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def _open_inside(root: Path, path: Path, flags: int) -> int:
@@ -130,14 +121,6 @@ def _refuse_links(root: Path, directory: Path) -> None:
             raise StoreLayoutError(
                 f"{probe}: a symbolic link inside the store; a store follows no link below its root"
             )
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _make_dirs(path: Path) -> None:
@@ -227,36 +210,6 @@ def _refuse_intact_tail(report: RepairReport) -> None:
         )
 
 
-def _write_quarantine(path: Path, data: bytes, offset: int) -> Path:
-    """Keep `data[offset:]` in a file beside `path`, durably (file and directory fsynced).
-
-    Idempotent: a repair retried after a crash finds the same name with the same
-    content. Written to a temporary name and linked, so the quarantine is either
-    complete or absent.
-    """
-    removed = data[offset:]
-    target = path.with_name(quarantine_name(path.name, offset, removed))
-    temporary = path.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
-    try:
-        try:
-            _write_all(fd, removed)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(temporary, target)
-        except FileExistsError:
-            if _read_file(target) != removed:
-                raise CorruptLog(
-                    f"{target}: a quarantine file of that name holds other bytes"
-                ) from None
-    finally:
-        os.unlink(temporary)
-    _fsync_dir(path.parent)
-    return target
-
-
 def _repair_payload(loaded: Loaded, *, zstd: bool, pack_chunks: bool) -> bytes:
     """The bytes a repair appends after truncating: closers (and, for Zstandard, the recovered)."""
     if zstd:
@@ -273,7 +226,7 @@ def _commit_repair(
     the committed end, append the closers, fsync each step; returns the quarantine."""
     quarantine = None
     if loaded.torn:
-        quarantine = _write_quarantine(path, data, loaded.committed_bytes)
+        quarantine = write_quarantine(path, loaded.committed_bytes, data[loaded.committed_bytes :])
         os.ftruncate(fd, loaded.committed_bytes)
         os.fsync(fd)
     payload = _repair_payload(loaded, zstd=zstd, pack_chunks=pack_chunks)

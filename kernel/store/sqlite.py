@@ -33,6 +33,12 @@ from kernel.errors import (
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
 from kernel.fastload import plan_decoded_events, plan_row_lines, scan_row_lines
 from kernel.json import raw, safe_int
+from kernel.quarantine import (
+    RowQuarantine,
+    decode_row_quarantine,
+    encode_row_quarantine,
+    quarantine_matches,
+)
 from kernel.rows import (
     MAX_ROW_DATA_BYTES,
     MAX_ROW_MEMBERS,
@@ -57,6 +63,7 @@ from kernel.store.errors import (
     StaleRepair,
     StoreError,
 )
+from kernel.store.files import fsync_dir, write_quarantine
 from kernel.store.results import RepairReport, StoredSession
 
 __all__ = ("APPLICATION_ID", "USER_VERSION", "SCHEMA", "SqliteStore")
@@ -99,7 +106,16 @@ SCHEMA: Final = (
 """The tables of §7.2, created in one transaction on a pristine database."""
 
 _TABLES: Final = ("persistence_state", "sessions", "events")
-_ROW_COLUMNS: Final = "seq, type, time, data, source_event_seqs, surface_op, ignorable"
+_ROW_COLUMN_NAMES: Final = (
+    "seq",
+    "type",
+    "time",
+    "data",
+    "source_event_seqs",
+    "surface_op",
+    "ignorable",
+)
+_ROW_COLUMNS: Final = ", ".join(_ROW_COLUMN_NAMES)
 _SESSION_COLUMNS: Final = (
     "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, "
     "agent_preset, incarnation, revision"
@@ -709,17 +725,86 @@ class SqliteStore:
             if not report.needed:
                 return StoredSession(plan.header, plan.events, report)
             try:
-                self._commit_repair(session_id, plan)
+                quarantine = self._commit_repair(session_id, plan)
             except _Restart:
                 continue
             again = self._plan(*self._read(session_id))
             if again.closers or again.scan.torn_from is not None:
                 raise CorruptLog(f"session {session_id!r}: the committed repair did not converge")
-            return StoredSession(again.header, again.events, attrs.evolve(report, committed=True))
+            kept = None if quarantine is None else str(quarantine)
+            return StoredSession(
+                again.header, again.events, attrs.evolve(report, committed=True, quarantine=kept)
+            )
         raise StaleRepair(f"session {session_id!r} kept changing while its repair was planned")
 
-    def _commit_repair(self, session_id: str, plan: _Plan) -> None:
-        """The repair transaction of §6.3."""
+    def _exact_rows(
+        self, session_id: str, from_seq: int
+    ) -> tuple[tuple[tuple[str, Any], ...], ...]:
+        """The session's rows from `from_seq` on, each column as (storage class, value)."""
+        cells = ", ".join(
+            f"typeof({c}), CASE WHEN typeof({c}) IN ('text', 'blob') THEN CAST({c} AS BLOB) "
+            f"ELSE {c} END"
+            for c in _ROW_COLUMN_NAMES
+        )
+        fetched = self._conn.execute(
+            f"SELECT {cells} FROM events WHERE session_id = CAST(? AS TEXT) AND seq >= ? "
+            "ORDER BY seq",
+            (encode_text(session_id), from_seq),
+        ).fetchall()
+        return tuple(tuple(zip(row[0::2], row[1::2], strict=True)) for row in fetched)
+
+    def _quarantine(self, session_id: str, revision: int, torn_from: int) -> Path:
+        rows = self._exact_rows(session_id, torn_from)
+        kept = RowQuarantine(session_id, revision, torn_from, rows)
+        return write_quarantine(Path(self.path), torn_from, encode_row_quarantine(kept))
+
+    def undo_repair(self, quarantine: str | os.PathLike[str]) -> str:
+        """Put back the rows a repair removed and kept in `quarantine` (§6.5); the session id.
+
+        Refused (`CorruptLog`) when the file does not match the hash in its name, or
+        when the session changed after the repair (its revision moved on: undoing
+        would drop what was appended since). In one transaction the repair's closers
+        are deleted, the rows reinserted exactly as stored, and the revision bumped;
+        then the quarantine is removed.
+        """
+        self._refuse_if_read_only()
+        source = Path(quarantine)
+        data = source.read_bytes()
+        kept = decode_row_quarantine(data)
+        if kept is None or not quarantine_matches(source.name, data):
+            raise CorruptLog(f"{source.name}: not an intact SQLite quarantine file")
+        session_id = kept.session_id
+        with self._transaction() as conn:
+            self._check_schema()
+            session = self._session_row(session_id)
+            if session is None:
+                raise SessionNotFound(f"no stored session {session_id!r} in {self.path}")
+            if session[10] != kept.revision + 1:
+                raise CorruptLog(
+                    f"session {session_id!r} changed after its repair (revision {session[10]}, "
+                    f"the repair left {kept.revision + 1}): undoing it would drop what was "
+                    "appended since"
+                )
+            conn.execute(
+                "DELETE FROM events WHERE session_id = CAST(? AS TEXT) AND seq >= ?",
+                (encode_text(session_id), kept.torn_from),
+            )
+            key = encode_text(session_id)
+            for row in kept.rows:
+                places = ", ".join("CAST(? AS TEXT)" if kind == "text" else "?" for kind, _ in row)
+                conn.execute(
+                    f"INSERT INTO events (session_id, {_ROW_COLUMNS}) "
+                    f"VALUES (CAST(? AS TEXT), {places})",
+                    (key, *(value for _, value in row)),
+                )
+            self._bump_revision(session_id)
+        source.unlink()
+        fsync_dir(source.parent)
+        return session_id
+
+    def _commit_repair(self, session_id: str, plan: _Plan) -> Path | None:
+        """The repair transaction of §6.3; returns the quarantine of the removed rows."""
+        quarantine = None
         with self._transaction() as conn:
             self._check_schema()
             session = self._session_row(session_id)
@@ -738,6 +823,8 @@ class SqliteStore:
                     f"(at seq {current.torn_from})"
                 )
             if planned is not None:
+                # Kept beside the database, durably, before the rows go (§6.5).
+                quarantine = self._quarantine(session_id, plan.revision, planned)
                 conn.execute(
                     "DELETE FROM events WHERE session_id = CAST(? AS TEXT) AND seq >= ?",
                     (encode_text(session_id), planned),
@@ -751,6 +838,7 @@ class SqliteStore:
                     )
                 self._insert(session_id, (event_row(e) for e in plan.closers))
             self._bump_revision(session_id)
+        return quarantine
 
     def read_from(self, session_id: str, from_seq: int) -> tuple[Event, ...]:
         """Stored events with `seq >= from_seq` from the valid prefix: no repair, no closers."""

@@ -1,0 +1,71 @@
+"""The few durable file operations both stores share: whole writes, reads, fsyncs, quarantines.
+
+I/O only; what to write comes from the pure core. A quarantine (docs/format/persistence.md
+§6.5) is written under a temporary name, fsynced, linked to its final name and its directory
+fsynced, so it is complete or absent, and a repair retried after a crash finds its own file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Final
+
+from kernel.errors import CorruptLog
+from kernel.quarantine import quarantine_name
+
+__all__ = ("write_all", "read_file", "fsync_dir", "write_quarantine")
+
+FILE_MODE: Final = 0o600
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd` (`os.write` may write fewer)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of the file at `path`."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory `path` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_quarantine(beside: Path, offset: int, removed: bytes) -> Path:
+    """Keep `removed`, cut from `beside` at `offset`, in a file next to it, durably.
+
+    Returns the quarantine's path (`quarantine_name`). A file of that name holding
+    other bytes is `CorruptLog`.
+    """
+    target = beside.with_name(quarantine_name(beside.name, offset, removed))
+    temporary = beside.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    try:
+        try:
+            write_all(fd, removed)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temporary, target)
+        except FileExistsError:
+            if read_file(target) != removed:
+                raise CorruptLog(
+                    f"{target}: a quarantine file of that name holds other bytes"
+                ) from None
+    finally:
+        os.unlink(temporary)
+    fsync_dir(beside.parent)
+    return target
