@@ -14,6 +14,7 @@ from typing import Any
 from kernel.codec import check_envelope, parse_surface_op
 from kernel.errors import (
     EventShapeError,
+    InvalidEnvelope,
     LegacyFormat,
     MessageShapeError,
     NotLosslessJson,
@@ -542,6 +543,8 @@ def admit_wire_event(
     else:
         plain = obj
         if type(obj) is dict:
+            if not all(type(key) is str for key in obj):  # a parser gives only str keys
+                raise InvalidEnvelope(f"{where}: envelope keys must be plain strings (R2)")
             data = obj.get("data")
             if type(data) is dict or type(data) is list:
                 plain = {**obj, "data": admit_parsed(data, where)}

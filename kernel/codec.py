@@ -91,8 +91,12 @@ def check_envelope(obj: Any, where: str) -> tuple[str, int, int, bool]:
     """R2: return `(type, seq, time, ignorable)` of a wire event, seq/time normalized to int."""
     if type(obj) is not dict and not isinstance(obj, Mapping):
         raise InvalidEnvelope(f"{where}: an event must be a JSON object (R2)")
-    if not obj.keys() <= ENVELOPE_KEYS:
-        extra = [k for k in obj if k not in ENVELOPE_KEYS]
+    try:
+        unknown_keys = not obj.keys() <= ENVELOPE_KEYS
+    except Exception:  # a key whose comparison raises (a caller's str subclass)
+        raise InvalidEnvelope(f"{where}: envelope keys must be plain strings (R2)") from None
+    if unknown_keys:
+        extra = [k for k in obj if type(k) is not str or k not in ENVELOPE_KEYS]
         raise InvalidEnvelope(f"{where}: unknown envelope keys {summary(extra)} (R2)")
     event_type = obj.get("type")
     if type(event_type) is not str or not event_type:
@@ -211,7 +215,13 @@ def event_to_wire(event: Event, where: str = "event") -> dict[str, Any]:
         present["sourceEventSeqs"] = list(event.source_event_seqs)
     if event.ignorable:
         present["ignorable"] = True
-    out = {key: present[key] for key in wire_order_of(event) if key in present}
+    try:
+        out = {key: present[key] for key in wire_order_of(event) if key in present}
+    except Exception:  # a caller's Event built with an order that is not a tuple of keys
+        raise InvalidEnvelope(
+            f"{where} (seq {summary(event.seq)}): wire_order must be a tuple of envelope key "
+            f"strings, not {summary(event.wire_order)} (R2)"
+        ) from None
     if len(out) != len(present):
         for key, value in present.items():
             out.setdefault(key, value)

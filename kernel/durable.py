@@ -37,6 +37,7 @@ from kernel.events import (
     SURFACE_TYPES,
     Event,
     SessionHeader,
+    known_type_set,
 )
 from kernel.fastload import plan_events, scan_events
 from kernel.json import FrozenObject, is_number, safe_int, summary, view
@@ -519,8 +520,9 @@ def load_jsonl(
     required event type) or `CorruptLog` (everything else).
     """
     stored = as_stored_bytes(data)
+    known = known_type_set(known_types)
     return load_scanned(
-        lambda scan: _scan_plain(stored, scan), session_id=session_id, known_types=known_types
+        lambda scan: _scan_plain(stored, scan), session_id=session_id, known_types=known
     )
 
 

@@ -762,3 +762,76 @@ def test_the_fuzz_covers_every_public_function_that_takes_events_or_json() -> No
     }
     covered = {name.split(".")[0] for name in ENTRY_POINTS}
     assert set(kernel.__all__) - records - errors <= covered
+
+
+# -- arguments and conditions at the edges are named, never a raw exception ---------------------
+
+
+class _RaisingStr(str):
+    """A caller's str subclass whose comparisons raise."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("compared")
+
+    __hash__ = str.__hash__
+
+
+def test_store_constructors_name_a_bad_argument(tmp_path: Path) -> None:
+    from kernel.store import JsonlStore, SqliteStore, StoreError
+
+    (tmp_path / "a-directory").mkdir()
+    attempts: list[tuple[Callable[[], Any], str]] = [
+        (lambda: JsonlStore(5), "JsonlStore root must be a non-empty path"),  # type: ignore[arg-type]
+        (lambda: SqliteStore(None), "SqliteStore path must be a non-empty path"),  # type: ignore[arg-type]
+        (lambda: SqliteStore(tmp_path / "a-directory"), "a directory, not a database file"),
+        (
+            lambda: SqliteStore(tmp_path / "a-directory", read_only=True),
+            "a directory, not a database file",
+        ),
+        (lambda: JsonlStore(tmp_path, known_types=5), "known_types must be a collection"),  # type: ignore[arg-type]
+        (lambda: SqliteStore(tmp_path / "k.db", known_types=[1]), "known_types must be"),  # type: ignore[list-item]
+    ]
+    for attempt, message in attempts:
+        with pytest.raises(KernelError, match=message):
+            attempt()
+    with pytest.raises(StoreError):
+        SqliteStore(tmp_path / "missing-dir" / "x.db")
+
+
+def test_load_jsonl_names_a_bad_known_types_argument() -> None:
+    data = kernel.write_jsonl(HEADER, [Event("turn/start", 0, 1, {"turn": 1})])
+    with pytest.raises(KernelError, match="known_types must be a collection"):
+        kernel.load_jsonl(data, now=0, known_types=5)  # type: ignore[arg-type]
+
+
+def test_a_full_database_is_a_store_error(tmp_path: Path) -> None:
+    from kernel.store import SqliteStore, StoreError
+
+    with SqliteStore(tmp_path / "s.db") as store:
+        store.create(HEADER)
+        store.append("s", [Event("turn/start", 0, 1, {"turn": 1})])
+        pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+        store._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full from now on
+        big = [Event("session/title", seq, 2, {"title": "x" * 4000}) for seq in range(1, 40)]
+        with pytest.raises(StoreError, match="could not be written"):
+            store.append("s", big)
+        assert len(store.load("s", now=3).events) == 2  # what was committed, and its closer
+
+
+@pytest.mark.parametrize("order", [True, [["x"]], (_RaisingStr("type"),), 5])
+def test_an_event_with_a_bad_wire_order_is_refused_when_written(order: Any) -> None:
+    event = Event("turn/start", 0, 1, {"turn": 1}, wire_order=order)
+    with pytest.raises(InvalidEnvelope, match=r"wire_order must be a tuple .* \(R2\)"):
+        kernel.write_jsonl(HEADER, [event])
+    with pytest.raises(InvalidEnvelope, match="wire_order"):
+        kernel.event_to_json(event)
+
+
+def test_envelope_keys_whose_comparison_raises_are_refused() -> None:
+    wire = {_RaisingStr("type"): "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}
+    with pytest.raises(InvalidEnvelope, match=r"envelope keys must be plain strings \(R2\)"):
+        SessionLog.restore([wire])
+    with pytest.raises(KernelError):
+        SessionLog.seed([wire], now=1)
+    with pytest.raises(KernelError):
+        kernel.event_from_json(wire)

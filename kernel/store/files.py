@@ -13,11 +13,22 @@ from pathlib import Path
 from typing import Final
 
 from kernel.errors import CorruptLog
+from kernel.json import summary
 from kernel.quarantine import quarantine_name
+from kernel.store.errors import StoreError
 
-__all__ = ("write_all", "read_file", "fsync_dir", "write_quarantine")
+__all__ = ("store_path", "write_all", "read_file", "fsync_dir", "write_quarantine")
 
 FILE_MODE: Final = 0o600
+
+
+def store_path(path: object, name: str) -> str:
+    """`path` as a file-system path string, or a `KernelError` naming the argument."""
+    if isinstance(path, str | os.PathLike):
+        spelled = os.fspath(path)
+        if isinstance(spelled, str) and spelled and "\x00" not in spelled:
+            return spelled
+    raise StoreError(f"{name} must be a non-empty path (str or os.PathLike), not {summary(path)}")
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -24,7 +24,7 @@ import attrs
 from kernel.codec import header_from_json
 from kernel.durable import Loaded, encode_records, load_jsonl, scan_jsonl, write_jsonl
 from kernel.errors import CorruptLog, SeqMismatch, SessionHeaderError
-from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
+from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
 from kernel.frames import (
     ZSTD_MAGIC,
     encode_zstd_frame,
@@ -53,8 +53,8 @@ from kernel.store.errors import (
 from kernel.store.files import FILE_MODE as _FILE_MODE
 from kernel.store.files import fsync_dir as _fsync_dir
 from kernel.store.files import read_file as _read_file
+from kernel.store.files import store_path, write_quarantine
 from kernel.store.files import write_all as _write_all
-from kernel.store.files import write_quarantine
 from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, project_dir_name, session_dir_name
 from kernel.store.results import RepairReport, StoredSession
 
@@ -404,11 +404,11 @@ class JsonlStore:
         known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
         strict_tail: bool = False,
     ) -> None:
-        self.root = Path(root)
+        self.root = Path(store_path(root, "JsonlStore root"))
         self.zstd = zstd
         self.strict_tail = strict_tail
         self.pack_chunks = pack_chunks
-        self.known_types = frozenset(known_types)
+        self.known_types = known_type_set(known_types)
         self._name = ZSTD_NAME if zstd else PLAIN_NAME
         self._other_name = PLAIN_NAME if zstd else ZSTD_NAME
         self._pending: dict[str, SessionHeader] = {}

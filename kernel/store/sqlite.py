@@ -30,7 +30,7 @@ from kernel.errors import (
     SeqMismatch,
     SessionHeaderError,
 )
-from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
+from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
 from kernel.fastload import plan_decoded_events, plan_row_lines, scan_row_lines
 from kernel.json import raw, safe_int
 from kernel.quarantine import (
@@ -63,7 +63,7 @@ from kernel.store.errors import (
     StaleRepair,
     StoreError,
 )
-from kernel.store.files import fsync_dir, write_quarantine
+from kernel.store.files import fsync_dir, store_path, write_quarantine
 from kernel.store.results import RepairReport, StoredSession
 
 __all__ = ("APPLICATION_ID", "USER_VERSION", "SCHEMA", "SqliteStore")
@@ -122,6 +122,8 @@ _SESSION_COLUMNS: Final = (
 )
 _MAX_ATTEMPTS: Final = 8
 _SIDECARS: Final = ("-wal", "-shm")
+_UNWRITABLE: Final = frozenset((sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR))
+"""Primary result codes of a write the disk refused: a full disk, an I/O error."""
 _UNOPENABLE: Final = frozenset((sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN))
 """Primary result codes of a `mode=ro` reader that cannot create or open the WAL index."""
 
@@ -146,8 +148,11 @@ def _damage_is_corruption(path: str) -> Iterator[None]:
     try:
         yield
     except sqlite3.DatabaseError as exc:
-        if _primary_code(exc) == sqlite3.SQLITE_CORRUPT:
+        code = _primary_code(exc)
+        if code == sqlite3.SQLITE_CORRUPT:
             raise _damage(path, exc) from exc
+        if code in _UNWRITABLE:
+            raise StoreError(f"{path}: the database could not be written ({exc})") from exc
         raise
 
 
@@ -336,14 +341,19 @@ class SqliteStore:
         timeout: float = 30.0,
         read_only: bool = False,
     ) -> None:
-        self.path = os.fspath(path)
+        self.path = store_path(path, "SqliteStore path")
         self.pack_chunks = pack_chunks
-        self.known_types = frozenset(known_types)
+        self.known_types = known_type_set(known_types)
         self.read_only = read_only
         self.immutable = False
         self._pending: dict[str, SessionHeader] = {}
+        if os.path.isdir(self.path):
+            raise StoreError(f"{self.path}: a directory, not a database file")
         if not read_only:
-            self._connect(lambda: sqlite3.connect(self.path, timeout=timeout))
+            try:
+                self._connect(lambda: sqlite3.connect(self.path, timeout=timeout))
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"{self.path}: the database cannot be opened ({exc})") from None
             return
         # Not even a journal-mode switch: inspecting a database must leave its bytes alone.
         uri = Path(self.path).resolve().as_uri() + "?mode=ro"
