@@ -1001,3 +1001,30 @@ def test_a_stored_rule_violation_is_left_to_the_exact_pipeline(tmp_path: Path) -
         assert lines is not None and scan_row_lines(lines) is None
         assert store.read_from("s-1", 0) == _codec_read(store, "s-1")
         assert len(store.read_from("s-1", 0)) == len(events)
+
+
+def test_a_read_only_store_creates_and_changes_nothing_beside_a_closed_database(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, _log(1, 1))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]
+    before = (path.read_bytes(), path.stat().st_mtime_ns, tmp_path.stat().st_mtime_ns)
+    with SqliteStore(path, read_only=True) as store:
+        assert store.immutable
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]  # no -wal, no -shm
+        assert store.inspect("s-1").events and store.list()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]
+    assert (path.read_bytes(), path.stat().st_mtime_ns, tmp_path.stat().st_mtime_ns) == before
+
+
+def test_a_read_only_store_reads_beside_an_open_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as writer:
+        _fill(writer, _log(1, 1))
+        more = Event("session/title", len(_log(1, 1)), T0, {"title": "t"})
+        writer.append("s-1", [more])  # committed to the write-ahead log, not yet checkpointed
+        with SqliteStore(path, read_only=True) as reader:
+            assert not reader.immutable
+            assert reader.read_from("s-1", 0)[-1] == more

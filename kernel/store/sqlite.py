@@ -322,7 +322,10 @@ class SqliteStore:
     processes may share a database (transactions are `BEGIN IMMEDIATE`).
 
     `read_only=True` never writes (for `inspect`, `read_from`, `list`): the
-    database is opened `mode=ro` and must already hold the session schema.
+    database must already hold the session schema. One that no connection holds
+    (no `-wal` or `-shm` beside it, no rollback journal with data) is read
+    `immutable=1`, opening the file read-only and creating nothing; otherwise it
+    is opened `mode=ro` beside the writer's files.
     Where no WAL index (`-shm`) can be created, e.g. in a read-only
     directory, and no write-ahead log holds data, it is read `immutable=1`
     (`immutable` is then true); a write-ahead log with data there is
@@ -357,6 +360,13 @@ class SqliteStore:
             return
         # Not even a journal-mode switch: inspecting a database must leave its bytes alone.
         uri = Path(self.path).resolve().as_uri() + "?mode=ro"
+        if os.path.isfile(self.path) and not self._journal_beside():
+            # No connection holds the database (a WAL one keeps its -wal and -shm while
+            # open), and no journal holds data: the file alone is the database, read as
+            # it is, creating and writing nothing.
+            self.immutable = True
+            self._connect(lambda: sqlite3.connect(uri + "&immutable=1", uri=True))
+            return
         try:
             self._connect(lambda: sqlite3.connect(uri, uri=True, timeout=timeout))
         except sqlite3.OperationalError as exc:
@@ -381,6 +391,12 @@ class SqliteStore:
         except BaseException:
             conn.close()
             raise
+
+    def _journal_beside(self) -> bool:
+        """Whether a -wal or -shm file, or a rollback journal with data, sits beside the file."""
+        return any(os.path.exists(self.path + s) for s in _SIDECARS) or _holds_data(
+            self.path + "-journal"
+        )
 
     def _refuse_unread_journal(self, cause: sqlite3.OperationalError) -> None:
         """`immutable=1` reads the database file alone: refuse when a journal holds data."""
