@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Union, overload
+from typing import TYPE_CHECKING, Any, Final, Protocol, Union, overload
 
 import msgspec
 
@@ -567,10 +567,28 @@ def freeze(value: Any) -> Any:
 _SCALARS = (str, type(None), bool)
 
 
+_PATH_ENDS: Final = 8
+"""Path steps named at each end of a deep path in an error; the ones between are counted."""
+
+
+def path_text(path: Sequence[Any]) -> str:
+    """A path into a JSON value, as in errors: `['a'][0]`, bounded for deep paths.
+
+    >>> path_text(["a", 0])
+    "['a'][0]"
+    >>> path_text(["k", 0] * 20)
+    "['k'][0]['k'][0]['k'][0]['k'][0] ... 24 more ... ['k'][0]['k'][0]['k'][0]['k'][0]"
+    """
+    if len(path) <= 2 * _PATH_ENDS:
+        return "".join(f"[{summary(key)}]" for key in path) or "value"
+    head = "".join(f"[{summary(key)}]" for key in path[:_PATH_ENDS])
+    tail = "".join(f"[{summary(key)}]" for key in path[-_PATH_ENDS:])
+    return f"{head} ... {len(path) - 2 * _PATH_ENDS} more ... {tail}"
+
+
 def _reject(detail: str, path: list[Any]) -> NotLosslessJson:
     # The path holds raw keys and indices; it is spelled out only when something is wrong.
-    where = "".join(f"[{summary(key)}]" for key in path) or "value"
-    return NotLosslessJson(f"{where}: {detail}")
+    return NotLosslessJson(f"{path_text(path)}: {detail}")
 
 
 def _check_scalar(value: Any, path: list[Any]) -> Any:

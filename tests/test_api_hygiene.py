@@ -835,3 +835,17 @@ def test_envelope_keys_whose_comparison_raises_are_refused() -> None:
         SessionLog.seed([wire], now=1)
     with pytest.raises(KernelError):
         kernel.event_from_json(wire)
+
+
+@pytest.mark.parametrize("depth", [10, 50_000])
+def test_an_error_inside_a_deep_value_has_a_bounded_message(depth: int) -> None:
+    value: Any = float("nan")
+    for _ in range(depth):
+        value = {"k": [value]}
+    with pytest.raises(NotLosslessJson) as caught:
+        SessionLog.empty().append("turn/start", {"turn": 1, "x": value}, time=0)
+    message = str(caught.value)
+    assert len(message) < 600, len(message)
+    assert "nan has no JSON spelling (R1)" in message
+    if depth > 8:
+        assert f"... {2 * depth + 1 - 16} more ..." in message  # the steps left out are counted

@@ -24,7 +24,7 @@ from kernel.cli.output import (
     table,
     text,
 )
-from kernel.cli.sources import JSONL, SQLITE, Opened, kind_of, open_logs
+from kernel.cli.sources import JSONL, SQLITE, Opened, kind_of, open_logs, quarantines_beside
 
 __all__ = ("report", "run_inspect", "render")
 
@@ -40,10 +40,13 @@ def report(opened: Opened) -> dict[str, Any]:
         repair["truncateBytes"] = tail["totalBytes"] - tail["committedBytes"]
     elif opened.torn:
         repair["deleteFromSeq"] = tail.get("tornFromSeq")
+    tail = opened.tail
+    if opened.kind != SQLITE:
+        tail = {**tail, "quarantines": quarantines_beside(opened.path)}
     return {
         "source": {"path": opened.path, "format": opened.kind, "session": opened.session},
         **body,
-        "tail": opened.tail,
+        "tail": tail,
     }
 
 

@@ -337,9 +337,7 @@ def open_log(path: str, kind: str, *, session: str | None, now: int) -> Opened:
     load = load_jsonl_zstd if kind == ZSTD else load_jsonl
     with paused_collector():
         loaded = load(data, session_id=session, now=now)
-    opened = opened_from_loaded(path, kind, loaded, data)
-    opened.tail["quarantines"] = quarantines_beside(path)
-    return opened
+    return opened_from_loaded(path, kind, loaded, data)
 
 
 def open_logs(path: str, kind: str, *, session: str | None, now: int) -> Iterator[Opened]:

@@ -229,7 +229,7 @@ def check_bytes(data: bytes, *, path: str, kind: str, now: int) -> CorpusResult:
         load = load_jsonl_zstd if kind == ZSTD else load_jsonl
         with paused_collector():
             loaded = load(data, session_id=None, now=now)
-        entry = verify_opened(opened_from_loaded(path, kind, loaded))
+        entry = verify_opened(opened_from_loaded(path, kind, loaded, data))
     except Exception as exc:  # a verdict on this log, never an escape
         entry = failure_entry(path, kind, None, exc)
     return result_of(entry, size=len(data), seconds=time.perf_counter() - start)
