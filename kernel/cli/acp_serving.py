@@ -1,23 +1,31 @@
 """`session-kernel acp-serve STORE`: a read-only ACP agent over stdio that replays stored sessions.
 
-Built on the official SDK (`acp`, the `acp` extra). It answers `initialize`,
-`session/list` and `session/load` (the whole session replayed as
-`kernel.projections.acp_updates`, then the response), and refuses every request
-that would run a model or change a session with a protocol error. The store is
-opened afresh for each request, read-only, so a missing or damaged store or
-session costs that request an error and the agent keeps serving.
+Built on the official SDK (`acp`, the `acp` extra) and `kernel.cli.acp_stdio`, the wire that
+answers malformed input itself. The agent answers `initialize`, `session/list` and
+`session/load`, and refuses with a server error every request that would run a model or
+change a session. Each request reads the store afresh, read-only, on a worker thread, through
+the store (which follows no symbolic link below its root); errors name sessions and
+store-relative paths, never the store's own path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import re
+import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from acp import PROTOCOL_VERSION, Agent, Client, RequestError, run_agent
+import attrs
+from acp import PROTOCOL_VERSION, Agent, Client, RequestError
+from acp.agent.router import build_agent_router
+from acp.connection import Connection, MethodHandler
+from acp.meta import CLIENT_METHODS
 from acp.schema import (
     AgentCapabilities,
     Implementation,
@@ -29,26 +37,33 @@ from acp.schema import (
     SessionListCapabilities,
     SessionNotification,
 )
+from acp.utils import serialize_params
+from pydantic import ValidationError
 
+from kernel.cli.acp_stdio import MAX_LINE_BYTES, LineTransport
 from kernel.cli.sources import SQLITE, describe_os_error, kind_of, open_log, session_ids
 from kernel.errors import KernelError
 from kernel.events import Event, SessionHeader
 from kernel.json import summary
 from kernel.projections import acp_updates
-from kernel.store.errors import SessionNotFound
+from kernel.store.errors import SessionNotFound, StoreLayoutError
 from kernel.store.jsonl import JsonlStore
+from kernel.store.paths import PLAIN_NAME, ZSTD_NAME
 
 __all__ = (
     "READ_ONLY",
     "NOT_FOUND",
     "CANNOT_READ",
-    "ReplayAgent",
+    "Listing",
     "StoreReader",
+    "ReplayAgent",
+    "serve",
     "run_acp_serve",
 )
 
-READ_ONLY: Final = -32600
-"""The code of a refused request: prompts, new sessions and edits (the agent only replays)."""
+READ_ONLY: Final = -32050
+"""A server error (JSON-RPC's -32000..-32099): the request would run a prompt or change a
+session, and this agent only replays."""
 NOT_FOUND: Final = -32002
 """ACP's "resource not found": no such store or session."""
 CANNOT_READ: Final = -32603
@@ -58,10 +73,23 @@ _REFUSAL: Final = (
     "session-kernel acp-serve is read-only: it replays stored sessions and does not run "
     "prompts, create, fork, resume or change sessions"
 )
+_CONCURRENT_READS: Final = 4
+"""Store reads (and replays) at a time; the rest wait, so a burst cannot hold N sessions."""
+_YIELD_EVERY: Final = 64
+"""Replayed updates between two turns of the event loop, so other requests are answered."""
+_SESSION_UPDATE: Final = CLIENT_METHODS["session_update"]
 
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+@attrs.frozen
+class Listing:
+    """The sessions of a store that could be read, and one entry per session that could not."""
+
+    headers: tuple[SessionHeader, ...]
+    skipped: tuple[dict[str, str], ...]
 
 
 class StoreReader:
@@ -71,27 +99,119 @@ class StoreReader:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def _jsonl_store(self) -> JsonlStore:
-        root = Path(self.path)
-        zstd = next(root.glob("*/*/session.jsonl.zstd"), None) is not None
-        return JsonlStore(root, zstd=zstd)
+    def store_relative(self, text: str) -> str:
+        """`text` with the store's own path cut out: paths under it become relative."""
+        name = Path(self.path).name or "the store"
+        spellings = {os.path.abspath(self.path), os.path.realpath(self.path)}
+        if os.sep in self.path.rstrip(os.sep):
+            spellings.add(self.path.rstrip(os.sep))
+        for spelling in sorted(spellings, key=len, reverse=True):
+            edge = r"(?<![\w.~-])" + re.escape(spelling)
+            text = re.sub(edge + re.escape(os.sep), "", text)
+            text = re.sub(edge + r"(?![\w.~-])", lambda _: name, text)
+        return text
 
-    def headers(self) -> list[SessionHeader]:
-        """The headers of every stored session."""
+    def skipped(self, location: str, exc: Exception) -> dict[str, str]:
+        """The `session/list` entry of a session that could not be read."""
+        if isinstance(exc, OSError):
+            message = describe_os_error(exc)
+        else:
+            message = self.store_relative(str(exc))
+        return {"location": location, "errorClass": type(exc).__name__, "message": message}
+
+    # -- JSONL store directories ------------------------------------------------------------
+
+    def _session_dirs(self, skipped: list[dict[str, str]]) -> list[tuple[str, Path]]:
+        """`("project/session", directory)` of each session directory under the store root.
+
+        A project directory that is a symbolic link, and a log file directly inside a
+        project directory (the obsolete flat layout), are reported in `skipped`; a linked
+        session directory is returned, and the store refuses to read through it.
+        """
+        found: list[tuple[str, Path]] = []
+        with os.scandir(self.path) as entries:
+            projects = sorted((e.name, e.path, e.is_symlink()) for e in entries if e.is_dir())
+        for project, project_path, linked in projects:
+            try:
+                if linked:
+                    raise StoreLayoutError(f"{project}: a symbolic link inside the store")
+                with os.scandir(project_path) as entries:
+                    inside = sorted((e.name, e.path, e.is_dir()) for e in entries)
+            except (StoreLayoutError, OSError) as exc:
+                skipped.append(self.skipped(project, exc))
+                continue
+            for name, path, is_dir in inside:
+                location = f"{project}/{name}"
+                if is_dir:
+                    found.append((location, Path(path)))
+                elif name.endswith((".jsonl", ".jsonl.zstd")):
+                    flat = StoreLayoutError(
+                        f"{location}: a log file directly inside a project directory "
+                        "(the obsolete flat layout)"
+                    )
+                    skipped.append(self.skipped(location, flat))
+        return sorted(found)
+
+    def _jsonl_store(self, dirs: list[tuple[str, Path]]) -> JsonlStore:
+        zstd = any((directory / ZSTD_NAME).is_file() for _, directory in dirs)
+        return JsonlStore(Path(self.path), zstd=zstd)
+
+    def _jsonl_listing(self) -> Listing:
+        skipped: list[dict[str, str]] = []
+        dirs = self._session_dirs(skipped)
+        store = self._jsonl_store(dirs)
+        name, other = (ZSTD_NAME, PLAIN_NAME) if store.zstd else (PLAIN_NAME, ZSTD_NAME)
+        found: dict[str, list[tuple[str, SessionHeader]]] = {}
+        for location, directory in dirs:
+            path = directory / name
+            try:
+                if (directory / other).exists():
+                    raise StoreLayoutError(
+                        f"{location}/{other}: this root holds {name} files (one encoding per root)"
+                    )
+                if not path.is_file():
+                    continue
+                # The store's own header reader and location rule, one session at a time:
+                # JsonlStore.list() stops at the first session it cannot read.
+                header = store._read_header(path)
+                store._check_location(path, header)
+            except (KernelError, OSError) as exc:
+                skipped.append(self.skipped(location, exc))
+                continue
+            found.setdefault(header.id, []).append((location, header))
+        headers = []
+        for session_id in sorted(found):
+            places = found[session_id]
+            if len(places) == 1:
+                headers.append(places[0][1])
+                continue
+            twice = StoreLayoutError(
+                f"session {summary(session_id)} is stored under {len(places)} project directories"
+            )
+            skipped.extend(self.skipped(location, twice) for location, _ in places)
+        return Listing(tuple(headers), tuple(skipped))
+
+    # -- every kind of store ----------------------------------------------------------------
+
+    def listing(self) -> Listing:
+        """The headers of every stored session that can be read; the others as skipped."""
         target = Path(self.path)
         if target.is_dir():
-            return list(self._jsonl_store().list())
+            return self._jsonl_listing()
         kind = kind_of(target) or "jsonl"
-        return [
-            open_log(self.path, kind, session=sid, now=_now()).header
-            for sid in session_ids(self.path, kind, session=None)
-        ]
+        headers, skipped = [], []
+        for sid in session_ids(self.path, kind, session=None):
+            try:
+                headers.append(open_log(self.path, kind, session=sid, now=_now()).header)
+            except KernelError as exc:
+                skipped.append(self.skipped(sid if sid is not None else target.name, exc))
+        return Listing(tuple(headers), tuple(skipped))
 
     def balanced(self, session_id: str) -> tuple[SessionHeader, tuple[Event, ...]]:
         """The header and balanced events (stored prefix + closers) of one session."""
         target = Path(self.path)
         if target.is_dir():
-            stored = self._jsonl_store().inspect(session_id, now=_now())
+            stored = self._jsonl_store(self._session_dirs([])).inspect(session_id, now=_now())
             return stored.header, stored.events
         kind = kind_of(target) or "jsonl"
         if kind == SQLITE:
@@ -99,28 +219,36 @@ class StoreReader:
         else:
             opened = open_log(self.path, kind, session=None, now=_now())
             if opened.session != session_id:
-                raise SessionNotFound(f"no stored session {summary(session_id)} in {self.path}")
+                raise SessionNotFound(f"no stored session {summary(session_id)}")
         return opened.header, (*opened.stored, *opened.closers)
 
 
 @contextmanager
-def _protocol_errors(what: str) -> Iterator[None]:
-    """Turn a failed read into the protocol error the client gets."""
+def _protocol_errors(what: str, store: StoreReader) -> Iterator[None]:
+    """Turn a failed read into the protocol error the client gets, without the store's path."""
     try:
         yield
     except SessionNotFound as exc:
-        raise RequestError(NOT_FOUND, f"{what}: {exc}", {"errorClass": "SessionNotFound"}) from None
+        message = f"{what}: {store.store_relative(str(exc))}"
+        raise RequestError(NOT_FOUND, message, {"errorClass": "SessionNotFound"}) from None
     except FileNotFoundError as exc:
+        missing = store.store_relative(str(exc.filename))
         raise RequestError(
-            NOT_FOUND, f"{what}: no such store: {exc.filename}", {"errorClass": "FileNotFound"}
+            NOT_FOUND, f"{what}: no such store: {missing}", {"errorClass": "FileNotFound"}
         ) from None
     except KernelError as exc:
         name = type(exc).__name__
-        raise RequestError(CANNOT_READ, f"{what}: {name}: {exc}", {"errorClass": name}) from None
+        message = f"{what}: {name}: {store.store_relative(str(exc))}"
+        raise RequestError(CANNOT_READ, message, {"errorClass": name}) from None
     except OSError as exc:
         raise RequestError(
             CANNOT_READ, f"{what}: {describe_os_error(exc)}", {"errorClass": type(exc).__name__}
         ) from None
+    except (ValidationError, ValueError, TypeError, LookupError) as exc:  # a bug: say so
+        name = type(exc).__name__
+        logging.getLogger(__name__).error("%s: internal error: %s: %s", what, name, exc)
+        message = f"{what}: internal error: {name}: {store.store_relative(str(exc))}"
+        raise RequestError(CANNOT_READ, message, {"errorClass": name}) from None
 
 
 class ReplayAgent(Agent):
@@ -129,10 +257,15 @@ class ReplayAgent(Agent):
     def __init__(self, store: StoreReader, *, version: str = "unknown") -> None:
         self.store = store
         self.version = version
-        self._client: Client | None = None
+        self._connection: Connection | None = None
+        self._reads = asyncio.Semaphore(_CONCURRENT_READS)
+
+    def attach(self, connection: Connection) -> None:
+        """The connection replayed updates are sent on."""
+        self._connection = connection
 
     def on_connect(self, conn: Client) -> None:
-        self._client = conn
+        return None  # serve() attaches the raw connection: updates go out as validated
 
     async def initialize(
         self,
@@ -153,17 +286,29 @@ class ReplayAgent(Agent):
             ),
         )
 
+    def _listing(self) -> Listing:
+        with _protocol_errors("cannot list the store", self.store):
+            return self.store.listing()
+
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
-        with _protocol_errors(f"cannot list {self.store.path}"):
-            headers = self.store.headers()
+        async with self._reads:
+            listing = await asyncio.to_thread(self._listing)
         sessions = [
             SessionInfo(session_id=h.id, cwd=h.cwd or "/")
-            for h in headers
+            for h in listing.headers
             if cwd is None or h.cwd == cwd
         ]
-        return ListSessionsResponse(sessions=sessions)
+        meta = {"skippedSessions": list(listing.skipped)} if listing.skipped else None
+        return ListSessionsResponse(sessions=sessions, field_meta=meta)
+
+    def _replay(self, session_id: str) -> list[dict[str, Any]]:
+        """The `session/update` params that replay a session, checked against the ACP schema."""
+        with _protocol_errors(f"cannot load session {summary(session_id)}", self.store):
+            header, events = self.store.balanced(session_id)
+            notes = acp_updates(events, session_id=header.id)
+            return [serialize_params(SessionNotification.model_validate(n)) for n in notes]
 
     async def load_session(
         self,
@@ -173,14 +318,14 @@ class ReplayAgent(Agent):
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        with _protocol_errors(f"cannot load session {summary(session_id)}"):
-            header, events = self.store.balanced(session_id)
-            notes = acp_updates(events, session_id=header.id)
-        client = self._client
-        assert client is not None, "the connection calls on_connect first"
-        for note in notes:
-            update = SessionNotification.model_validate(note).update
-            await client.session_update(session_id=note["sessionId"], update=update)
+        connection = self._connection
+        assert connection is not None, "serve() attaches the connection first"
+        async with self._reads:
+            updates = await asyncio.to_thread(self._replay, session_id)
+            for count, params in enumerate(updates, start=1):
+                await connection.send_notification(_SESSION_UPDATE, params)
+                if count % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
         return LoadSessionResponse()
 
     async def new_session(self, *args: Any, **kwargs: Any) -> Any:
@@ -217,7 +362,74 @@ class ReplayAgent(Agent):
         return None
 
 
-def run_acp_serve(store: str, *, version: str = "unknown") -> int:
+def _notifications_quiet(router: MethodHandler) -> MethodHandler:
+    """The router, but a notification it refuses is dropped: it has no answer to say so in,
+    and the SDK would log a traceback for it."""
+
+    async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if not is_notification:
+            return await router(method, params, False)
+        with suppress(RequestError, ValidationError):
+            await router(method, params, True)
+        return None
+
+    return handle
+
+
+async def serve(
+    store: str,
+    *,
+    input_fd: int = 0,
+    output_fd: int = 1,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    version: str = "unknown",
+) -> None:
+    """Serve ACP on two file descriptors until the input ends (or the output is closed)."""
+    transport = LineTransport(input_fd, output_fd, max_line_bytes=max_line_bytes)
+    agent = ReplayAgent(StoreReader(store), version=version)
+    # The unstable routes (fork, resume, close) are on so that they are refused as
+    # read-only rather than with a warning on stderr.
+    router = build_agent_router(agent, use_unstable_protocol=True)
+    connection = Connection(_notifications_quiet(router), transport, listening=False)
+    agent.attach(connection)
+    transport.start()
+    try:
+        await connection.main_loop()
+    finally:
+        await connection.close()
+
+
+class _OneLine(logging.Formatter):
+    """What the SDK logs, as one line: the command never prints a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"session-kernel acp-serve: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f": {type(exc).__name__}: {exc}"
+        return text
+
+
+def _log_one_line_each() -> Callable[[], None]:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers = [handler]
+
+    def restore() -> None:
+        root.handlers = saved
+
+    return restore
+
+
+def run_acp_serve(
+    store: str, *, version: str = "unknown", max_line_bytes: int = MAX_LINE_BYTES
+) -> int:
     """Serve ACP on stdin/stdout until the client closes the connection; returns 0."""
-    asyncio.run(run_agent(ReplayAgent(StoreReader(store), version=version)))
+    restore = _log_one_line_each()
+    try:
+        asyncio.run(serve(store, max_line_bytes=max_line_bytes, version=version))
+    finally:
+        restore()
     return 0
