@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, overload
 
-from kernel.codec import check_event, iter_events
-from kernel.errors import KernelError, MalformedChunkRow
+from kernel.codec import check_event, expand_ranges, has_ranges, iter_events
+from kernel.errors import KernelError, MalformedChunkRow, ProvenanceError
 from kernel.events import (
     ASSISTANT_CHUNK,
     REASONING_CHUNKS,
@@ -445,7 +445,9 @@ def expand_storage_records(records: Iterable[Any]) -> tuple[Any, ...]:
     that is not yet validated: R1, the envelope rules and seq contiguity are
     the loader's later checks (`event_from_json`, `SessionLog.restore`), not
     the decoder's. An `Event` passes through once `check_event` accepts its
-    field types.
+    field types. A record whose `sourceEventSeqs` uses the ranged spelling of
+    docs/format/persistence.md §2.5 is passed as a plain copy with the list
+    expanded (`ProvenanceError`, R7c, for a malformed one).
 
     >>> row = {"type": "text-chunks", "seq0": 1, "time0": 5,
     ...        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]}}
@@ -461,9 +463,23 @@ def expand_storage_records(records: Iterable[Any]) -> tuple[Any, ...]:
             elif is_chunk_row(record):
                 out.extend(expand_chunk_row(record, where))
             else:
-                out.append(record)
+                out.append(_with_ranges_expanded(record, where))
         except KernelError as exc:
             if exc.index is None:
                 exc.index = index
             raise
     return tuple(out)
+
+
+def _with_ranges_expanded(record: Any, where: str) -> Any:
+    """`record` itself, or a plain copy whose ranged `sourceEventSeqs` is expanded."""
+    plain = raw(record)
+    if type(plain) is not dict:
+        return record
+    cited = raw(plain.get("sourceEventSeqs"))
+    if type(cited) is not list or not has_ranges(cited):
+        return record
+    expanded = expand_ranges([raw(item) for item in cited], plain.get("seq"))
+    if type(expanded) is str:
+        raise ProvenanceError(f"{where}: {expanded}")
+    return {**plain, "sourceEventSeqs": expanded}

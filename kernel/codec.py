@@ -10,6 +10,7 @@ field types, so an `Event` may hold anything until it is checked.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -55,6 +56,9 @@ __all__ = (
     "row_tag_message",
     "parse_surface_op",
     "parse_source_seqs",
+    "has_ranges",
+    "expand_ranges",
+    "ranged_spelling",
     "event_from_wire",
     "ENVELOPE_KEYS",
     "interned_order",
@@ -160,6 +164,88 @@ def parse_source_seqs(value: Any, where: str) -> tuple[int, ...]:
             )
         seqs.append(s)
     return tuple(seqs)
+
+
+def has_ranges(cited: Any) -> bool:
+    """Whether a stored `sourceEventSeqs` uses ranges (docs/format/persistence.md §2.5)."""
+    return type(cited) is list and list in map(type, cited)
+
+
+def expand_ranges(cited: list[Any], seq: Any) -> list[int] | str:
+    """A stored ranged `sourceEventSeqs` expanded (docs/format/persistence.md §2.5), or why not.
+
+    Each element is a seq or a `[start, end]` pair (`start <= end`); the expansion
+    must be strictly increasing and at most the event's own `seq` long, which bounds
+    the work before any range is expanded. The reason names rule R7c.
+
+    >>> expand_ranges([[5, 7], 9, 11, 12], 20)
+    [5, 6, 7, 9, 11, 12]
+    >>> expand_ranges([[7, 5]], 20)
+    'sourceEventSeqs range [7, 5] runs backwards (R7c)'
+    """
+    budget = safe_int(seq)
+    if budget is None or budget < 0:
+        return f"sourceEventSeqs with ranges need the event's seq, got {summary(seq)} (R7c)"
+    out: list[int] = []
+    last = -1
+    for item in cited:
+        if type(item) is list:
+            if len(item) != 2:
+                return f"sourceEventSeqs element {summary(item)} is not a [start, end] range (R7c)"
+            start, end = safe_int(item[0]), safe_int(item[1])
+            if start is None or end is None or start < 0:
+                return (
+                    f"sourceEventSeqs range {summary(item)} does not hold two non-negative "
+                    "safe ints (R7c)"
+                )
+            if start > end:
+                return f"sourceEventSeqs range {summary(item)} runs backwards (R7c)"
+        else:
+            start = end = safe_int(item)
+            if start is None or start < 0:
+                return (
+                    f"sourceEventSeqs element {summary(item)} is not a non-negative safe int (R7c)"
+                )
+        assert end is not None  # both ends were checked above
+        if start <= last:
+            return (
+                f"sourceEventSeqs with ranges must expand to a strictly increasing list; "
+                f"{start} follows {last} (R7c)"
+            )
+        if len(out) + (end - start + 1) > budget:
+            return (
+                f"sourceEventSeqs expands to more citations than the event's seq ({budget}) (R7c)"
+            )
+        out.extend(range(start, end + 1))
+        last = end
+    return out
+
+
+def ranged_spelling(seqs: Sequence[int]) -> list[Any]:
+    """The ranged spelling of citations (docs/format/persistence.md §2.5).
+
+    Runs of three or more consecutive seqs become `[first, last]`, when the list is
+    strictly increasing.
+
+    >>> ranged_spelling([5, 6, 7, 9, 11, 12])
+    [[5, 7], 9, 11, 12]
+    >>> ranged_spelling([3, 1, 2])
+    [3, 1, 2]
+    """
+    if any(b <= a for a, b in itertools.pairwise(seqs)):
+        return list(seqs)  # not strictly increasing: written verbatim
+    out: list[Any] = []
+    i, n = 0, len(seqs)
+    while i < n:
+        j = i
+        while j + 1 < n and seqs[j + 1] == seqs[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append([seqs[i], seqs[j]])
+        else:
+            out.extend(seqs[i : j + 1])
+        i = j + 1
+    return out
 
 
 def event_from_wire(obj: dict[str, Any], where: str, *, lossless: bool) -> Event:

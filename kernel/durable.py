@@ -23,6 +23,7 @@ from kernel.codec import (
     header_from_json,
     header_to_json,
     iter_events,
+    ranged_spelling,
 )
 from kernel.errors import (
     CorruptLog,
@@ -529,11 +530,15 @@ def load_jsonl(
 # -- writing (docs/format/persistence.md §2.1, §2.4) -----------------------------------------------
 
 
-def encode_records(events: Iterable[Event], *, pack_chunks: bool = True) -> bytes:
+def encode_records(
+    events: Iterable[Event], *, pack_chunks: bool = True, ranged_sources: bool = False
+) -> bytes:
     """The bytes of one append batch: each storage record's exact JSON text and a newline.
 
     Delta-chunk runs are packed into rows unless `pack_chunks` is false; an
-    empty batch is `b""`.
+    empty batch is `b""`. With `ranged_sources`, `sourceEventSeqs` are spelled
+    with ranges as DSH's writers from 0.1.2 on spell them (§2.5); readers older
+    than that refuse them, so the default is the plain spelling.
     """
     if pack_chunks:
         records: tuple[Any, ...] = pack_chunk_rows(events)
@@ -542,7 +547,10 @@ def encode_records(events: Iterable[Event], *, pack_chunks: bool = True) -> byte
     parts = []
     for index, record in enumerate(records):
         if type(record) is Event:
-            parts.append(encode_json_bytes(event_to_wire(record)))
+            wire = event_to_wire(record)
+            if ranged_sources and record.source_event_seqs:
+                wire["sourceEventSeqs"] = ranged_spelling(record.source_event_seqs)
+            parts.append(encode_json_bytes(wire))
         elif type(record) is FrozenObject:
             parts.append(encode_json_bytes(record))
         else:
@@ -558,11 +566,15 @@ def write_jsonl(
     events: Iterable[Event],
     *,
     pack_chunks: bool = True,
+    ranged_sources: bool = False,
 ) -> bytes:
     """The exact bytes the compatible writer produces for a whole log
     (docs/format/persistence.md §2.1).
 
     The header line and its newline, then (only when there are events) every
-    storage record followed by a newline.
+    storage record followed by a newline. `ranged_sources` spells citations with
+    ranges, as DSH's writers from 0.1.2 on do (§2.5); the default is the plain
+    spelling every v0 reader reads.
     """
-    return header_line(header) + b"\n" + encode_records(events, pack_chunks=pack_chunks)
+    records = encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
+    return header_line(header) + b"\n" + records

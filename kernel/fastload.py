@@ -258,7 +258,13 @@ def _admitted_one_by_one(wires: list[dict[str, Any]], index: int) -> list[Event]
 
 
 def scan_events(
-    buf: bytes, start: int, events: list[Event], *, first_line: int, label: str = "line"
+    buf: bytes,
+    start: int,
+    events: list[Event],
+    *,
+    first_line: int,
+    label: str = "line",
+    ranged: bool = True,
 ) -> TypedScan | None:
     """`kernel.records.scan_records` that builds admitted events, each line decoded once.
 
@@ -292,7 +298,7 @@ def scan_events(
         event_type = type_of(type(wire))
         if event_type is None:
             if wire is None:  # as the exact scan reads it
-                wires, issue = read_record(line, expected, label, line_no)
+                wires, issue = read_record(line, expected, label, line_no, ranged=ranged)
                 if issue is not None:
                     break
                 admitted = _admitted_one_by_one(wires, expected)
@@ -418,7 +424,7 @@ def scan_row_lines(rows: RowLines) -> list[Event] | None:
     """
     events: list[Event] = []
     try:
-        scan = scan_events(rows.lines, 0, events, first_line=1, label="row")
+        scan = scan_events(rows.lines, 0, events, first_line=1, label="row", ranged=False)
     except KernelError:
         return None
     if scan is None or scan[0] != len(rows.lines) or scan[2] is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernel.chunks import ROW_TAGS, expand_row_wire
+from kernel.codec import expand_ranges, has_ranges
 from kernel.errors import CorruptLog, MalformedChunkRow
 from kernel.events import TURN_END
 from kernel.json import summary
@@ -21,7 +22,13 @@ __all__ = ("scan_records", "read_record", "row_gap", "seq_gap", "close_scan")
 
 
 def scan_records(
-    buf: bytes, start: int, records: list[dict[str, Any]], *, first_line: int, label: str = "line"
+    buf: bytes,
+    start: int,
+    records: list[dict[str, Any]],
+    *,
+    first_line: int,
+    label: str = "line",
+    ranged: bool = True,
 ) -> tuple[int, int, str | None]:
     """Scan the records of `buf` from offset `start`, extending `records` with the prefix.
 
@@ -30,6 +37,8 @@ def scan_records(
     without its newline included) were not kept, and why the tail was cut
     (None when nothing was). Raises `CorruptLog` when damage precedes a record
     holding a real `turn/end`. `first_line` numbers the first line for messages.
+    With `ranged` (JSONL records, not SQLite rows) a ranged `sourceEventSeqs` is
+    expanded (docs/format/persistence.md §2.5), and a malformed one is damage.
     """
     find = buf.find
     expected = len(records)
@@ -46,7 +55,7 @@ def scan_records(
         end = nl + 1
         pos = end
         line_no += 1
-        wires, issue = read_record(line, expected, label, line_no)
+        wires, issue = read_record(line, expected, label, line_no, ranged=ranged)
         if issue is not None:
             break
         records.extend(wires)
@@ -57,7 +66,7 @@ def scan_records(
 
 
 def read_record(
-    line: bytes, expected: int, label: str, line_no: int
+    line: bytes, expected: int, label: str, line_no: int, *, ranged: bool = True
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The wire events of one stored record that continues the prefix at seq `expected`,
     or why it ends the prefix: `([], reason)` for an unparsable or non-object record, a
@@ -78,6 +87,12 @@ def read_record(
             return [], row_gap(label, line_no, members[0]["seq"], expected)
         return members, None
     seq = value.get("seq")
+    cited = value.get("sourceEventSeqs")
+    if ranged and type(cited) is list and has_ranges(cited):
+        expanded = expand_ranges(cited, seq)
+        if type(expanded) is str:
+            return [], f"record at {label} {line_no} (seq {summary(seq)}): {expanded}"
+        value["sourceEventSeqs"] = expanded
     if (seq.__class__ is int or seq.__class__ is float) and seq == expected:
         return [value], None
     return [], seq_gap(label, line_no, seq, expected, tag)

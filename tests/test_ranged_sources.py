@@ -1,0 +1,177 @@
+"""Ranged `sourceEventSeqs` in stored JSONL records (docs/format/persistence.md §2.5, Decision 13).
+
+DSH's v0 writers from 0.1.2 on spell a strictly increasing citation list with runs of three
+or more as `[first, last]`. Every reader of stored JSONL records expands them, on the typed
+path and the exact one alike; in memory the list is always expanded; the default writer
+keeps the plain spelling, and `ranged_sources=True` writes DSH's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernel import expand_storage_records, load_jsonl, scan_jsonl, write_jsonl
+from kernel.codec import event_to_wire, expand_ranges, ranged_spelling
+from kernel.durable import _scan_plain, encode_records, loaded_result
+from kernel.errors import CorruptLog, ProvenanceError
+from kernel.events import DEFAULT_KNOWN_TYPES
+from kernel.fastload import plan_events, scan_events
+from kernel.frames import encode_zstd_frame, load_jsonl_zstd, write_jsonl_zstd
+from kernel.json import thaw
+from kernel.store import JsonlStore
+from properties import strategies as gen
+from properties.laws._common import as_events
+
+HEADER = {"version": 0, "id": "s", "createdAt": 1, "delegationDepth": 0}
+
+
+def _events_of(loaded: Any) -> list[Any]:
+    return [thaw(event_to_wire(e)) for e in loaded.events]
+
+
+def _exact(data: bytes) -> Any:
+    scan = _scan_plain(data)
+    assert scan is not None
+    return loaded_result(scan, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
+
+
+def _typed(data: bytes) -> Any:
+    scan = _scan_plain(data, scan_events)
+    assert scan is not None
+    return plan_events(scan.header, scan.records, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
+
+
+# -- the spelling ---------------------------------------------------------------------------------
+
+
+@given(st.lists(st.integers(0, 60), max_size=30).map(lambda xs: sorted(set(xs))))
+def test_the_ranged_spelling_expands_back_to_the_list(seqs: list[int]) -> None:
+    spelled = ranged_spelling(seqs)
+    assert expand_ranges(spelled, 61) == seqs
+    assert all(type(x) is int or x[1] - x[0] >= 2 for x in spelled)  # runs of three or more
+
+
+def test_a_list_that_is_not_strictly_increasing_is_written_verbatim() -> None:
+    assert ranged_spelling([5, 6, 7, 7]) == [5, 6, 7, 7]
+    assert ranged_spelling([9, 5, 6, 7]) == [9, 5, 6, 7]
+
+
+# -- every reader reads both spellings alike --------------------------------------------------
+
+
+@given(gen.loop_logs(rich=True, max_actions=5), st.booleans())
+def test_a_ranged_log_loads_equal_to_its_plain_twin(log: Any, pack: bool) -> None:
+    events = as_events(log)
+    plain = write_jsonl(HEADER, events, pack_chunks=pack)
+    ranged = write_jsonl(HEADER, events, pack_chunks=pack, ranged_sources=True)
+    expected = _events_of(load_jsonl(plain, now=0))
+    assert _events_of(load_jsonl(ranged, now=0)) == expected
+    assert _events_of(_exact(ranged)) == expected
+    typed = _typed(ranged)
+    if typed is not None:  # the typed path may leave a log to the exact one, never differ
+        assert [thaw(event_to_wire(e)) for e in typed[1]] == expected
+    assert [thaw(event_to_wire(e)) for e in scan_jsonl(ranged).events] == [
+        thaw(event_to_wire(e)) for e in scan_jsonl(plain).events
+    ]
+    framed = write_jsonl_zstd(HEADER, ()) + (
+        encode_zstd_frame(encode_records(events, ranged_sources=True)) if events else b""
+    )
+    assert _events_of(load_jsonl_zstd(framed, now=0)) == expected
+
+
+@given(gen.loop_logs(rich=True, max_actions=5))
+def test_writing_a_ranged_log_read_back_is_byte_stable(log: Any) -> None:
+    events = as_events(log)
+    ranged = write_jsonl(HEADER, events, ranged_sources=True)
+    loaded = load_jsonl(ranged, now=0)
+    stored = loaded.events[: len(loaded.events) - len(loaded.closers)]
+    assert write_jsonl(HEADER, stored, ranged_sources=True) == ranged
+    assert write_jsonl(HEADER, stored) == write_jsonl(HEADER, events)  # the default: plain
+
+
+def test_a_store_loads_and_reads_a_ranged_file(tmp_path: Any) -> None:
+    citing = _citing_log()
+    store = JsonlStore(tmp_path / "root")
+    store.create(HEADER)
+    store.append("s", list(citing))
+    path = store.path_of("s")
+    plain = store.load("s", now=0).events
+    path.write_bytes(write_jsonl(HEADER, citing, ranged_sources=True))
+    assert b"[[" in path.read_bytes()
+    fresh = JsonlStore(tmp_path / "root")
+    assert fresh.load("s", now=0).events == plain
+    assert fresh.read_from("s", 0) == tuple(plain)  # the repair's closers are stored now
+
+
+def test_expand_storage_records_expands_ranges_and_names_a_malformed_one() -> None:
+    record = {"type": "user/message", "seq": 9, "time": 0, "data": {}, "sourceEventSeqs": [[1, 3]]}
+    (expanded,) = expand_storage_records([record])
+    assert expanded["sourceEventSeqs"] == [1, 2, 3] and record["sourceEventSeqs"] == [[1, 3]]
+    with pytest.raises(ProvenanceError, match=r"runs backwards \(R7c\)"):
+        expand_storage_records([{**record, "sourceEventSeqs": [[3, 1]]}])
+
+
+# -- malformed ranges are damage named R7c, placed by §3.2 ------------------------------------
+
+_TURN = b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n'
+_STEP = b'{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}\n'
+_END = b'{"type":"turn/end","seq":3,"time":1,"data":{"turn":1,"reason":{"kind":"completed"}}}\n'
+
+
+def _citing(sources: str) -> bytes:
+    return (
+        '{"type":"user/message","seq":2,"time":1,"data":{"id":"u2","role":"user","source":'
+        '{"kind":"user"},"content":[]},"sourceEventSeqs":' + sources + ',"surfaceOp":"append"}\n'
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("sources", "why"),
+    [
+        ("[[1,0]]", "runs backwards"),
+        ("[[0,1,1]]", "is not a [start, end] range"),
+        ("[[0]]", "is not a [start, end] range"),
+        ("[1,[0,1]]", "strictly increasing"),
+        ("[[0,1],[1,1]]", "strictly increasing"),
+        ("[[0,5]]", "more citations than the event's seq"),
+        ("[[0.5,1]]", "two non-negative safe ints"),
+        ("[[[0],1]]", "two non-negative safe ints"),
+        ("[[-1,1]]", "two non-negative safe ints"),
+        ('[[0,"1"]]', "two non-negative safe ints"),
+    ],
+)
+def test_a_malformed_range_is_damage_on_both_paths(sources: str, why: str) -> None:
+    head = write_jsonl(HEADER, ())
+    open_turn = head + _TURN + _STEP + _citing(sources)
+    for load in (lambda d: load_jsonl(d, now=0), _exact):
+        torn = load(open_turn)
+        assert torn.torn and why in torn.torn_reason and "(R7c)" in torn.torn_reason
+        with pytest.raises(CorruptLog, match=r"\(R7c\).*turn/end follows"):
+            load(open_turn + _END)
+
+
+def test_a_cut_inside_a_range_is_a_torn_tail() -> None:
+    data = write_jsonl(HEADER, ()) + _TURN + _STEP + _citing("[[0,1]]")
+    at = data.rindex(b"[[0,1]]") + 3
+    loaded = load_jsonl(data[:at], now=0)
+    assert loaded.torn and loaded.committed_bytes == len(data) - len(_citing("[[0,1]]"))
+
+
+def _citing_log() -> tuple[Any, ...]:
+    from kernel import APPEND, SessionLog
+
+    log = SessionLog.empty().append("turn/start", {"turn": 1}, time=1)
+    log = log.append("step/start", {"turn": 1, "step": 1}, time=1)
+    for i in range(5):
+        log = log.append(
+            "user/message",
+            {"id": f"u{i}", "role": "user", "source": {"kind": "user"}, "content": []},
+            time=1,
+            surface_op=APPEND,
+            source_event_seqs=list(range(i + 2)),
+        )
+    return tuple(log.events)
