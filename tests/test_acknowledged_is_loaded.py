@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kernel.store.jsonl as jsonl_module
+import kernel.store.files as files_module
 from kernel import Event, SessionLog
 from kernel.json import json_equal, thaw
 from kernel.store import JsonlStore, SqliteStore
@@ -56,17 +56,17 @@ def _killed_mid_append(kind: str, keep: int) -> Iterator[None]:
         finally:
             SqliteStore._bump_revision = real_bump  # type: ignore[method-assign]
         return
-    real_write = jsonl_module._write_all
+    real_write = files_module.write_all
 
     def write_part(fd: int, data: bytes) -> None:
         real_write(fd, data[: min(keep, len(data) - 1)])
         raise _Killed
 
-    jsonl_module._write_all = write_part
+    files_module.write_all = write_part
     try:
         yield
     finally:
-        jsonl_module._write_all = real_write
+        files_module.write_all = real_write
 
 
 def _same(a: tuple[Event, ...], b: tuple[Event, ...]) -> bool:

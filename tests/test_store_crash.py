@@ -50,7 +50,7 @@ sys.path.insert(0, tests_dir)
 
 from storelogs import realistic_log, split_batches  # noqa: E402
 
-import kernel.store.jsonl as jsonl_module  # noqa: E402
+import kernel.store.files as files_module  # noqa: E402
 from kernel.store import JsonlStore, SqliteStore  # noqa: E402
 
 rng = random.Random(int(seed))
@@ -77,7 +77,7 @@ if mode == "self" and layout == "sqlite":
 
     SqliteStore._bump_revision = bump_then_die
 elif mode == "self":
-    real_write_all = jsonl_module._write_all
+    real_write_all = files_module.write_all
 
     def write_part_then_die(fd, data):
         global calls
@@ -89,7 +89,7 @@ elif mode == "self":
             die()  # a torn batch (or a half-written temporary file)
         real_write_all(fd, data)
 
-    jsonl_module._write_all = write_part_then_die
+    files_module.write_all = write_part_then_die
 
 if layout == "sqlite":
     store = SqliteStore(target, pack_chunks=pack)

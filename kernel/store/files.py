@@ -17,7 +17,14 @@ from kernel.json import summary
 from kernel.quarantine import quarantine_name
 from kernel.store.errors import StoreError
 
-__all__ = ("store_path", "write_all", "read_file", "fsync_dir", "write_quarantine")
+__all__ = (
+    "store_path",
+    "write_all",
+    "read_file",
+    "fsync_dir",
+    "write_new_file",
+    "write_quarantine",
+)
 
 FILE_MODE: Final = 0o600
 
@@ -54,29 +61,39 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_quarantine(beside: Path, offset: int, removed: bytes) -> Path:
-    """Keep `removed`, cut from `beside` at `offset`, in a file next to it, durably.
+def write_new_file(path: Path, data: bytes) -> bool:
+    """Create `path` holding `data`, durably and whole, unless it exists; whether it did.
 
-    Returns the quarantine's path (`quarantine_name`). A file of that name holding
-    other bytes is `CorruptLog`.
+    The bytes go to a temporary name beside it, fsynced, then are hard-linked to
+    `path` (never replacing a file there) and the directory is fsynced: `path` is
+    complete or absent at every instant.
     """
-    target = beside.with_name(quarantine_name(beside.name, offset, removed))
-    temporary = beside.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
     try:
         try:
-            write_all(fd, removed)
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
         try:
-            os.link(temporary, target)
+            os.link(temporary, path)
         except FileExistsError:
-            if read_file(target) != removed:
-                raise CorruptLog(
-                    f"{target}: a quarantine file of that name holds other bytes"
-                ) from None
+            return False
+        fsync_dir(path.parent)
+        return True
     finally:
         os.unlink(temporary)
-    fsync_dir(beside.parent)
+
+
+def write_quarantine(beside: Path, offset: int, removed: bytes) -> Path:
+    """Keep `removed`, cut from `beside` at `offset`, in a file next to it, durably.
+
+    Returns the quarantine's path (`quarantine_name`); a repair retried after a
+    crash finds its own file there. A file of that name holding other bytes is
+    `CorruptLog`.
+    """
+    target = beside.with_name(quarantine_name(beside.name, offset, removed))
+    if not write_new_file(target, removed) and read_file(target) != removed:
+        raise CorruptLog(f"{target}: a quarantine file of that name holds other bytes")
     return target

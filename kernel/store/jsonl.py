@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -41,6 +40,7 @@ from kernel.quarantine import (
     records_in_tail,
     restored_bytes,
 )
+from kernel.store import files
 from kernel.store.batch import admit_stored_header, canonical_text, check_batch
 from kernel.store.collector import paused_collector
 from kernel.store.errors import (
@@ -50,11 +50,7 @@ from kernel.store.errors import (
     StoreError,
     StoreLayoutError,
 )
-from kernel.store.files import FILE_MODE as _FILE_MODE
-from kernel.store.files import fsync_dir as _fsync_dir
-from kernel.store.files import read_file as _read_file
-from kernel.store.files import store_path, write_quarantine
-from kernel.store.files import write_all as _write_all
+from kernel.store.files import store_path, write_new_file, write_quarantine
 from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, project_dir_name, session_dir_name
 from kernel.store.results import RepairReport, StoredSession
 
@@ -139,7 +135,7 @@ def _make_dirs(path: Path) -> None:
             if not directory.is_dir():
                 raise
             continue
-        _fsync_dir(directory.parent)
+        files.fsync_dir(directory.parent)
 
 
 def _append_durably(fd: int, payload: bytes) -> None:
@@ -151,7 +147,7 @@ def _append_durably(fd: int, payload: bytes) -> None:
     """
     size = os.fstat(fd).st_size
     try:
-        _write_all(fd, payload)
+        files.write_all(fd, payload)
         os.fsync(fd)
     except Exception as failure:
         try:
@@ -266,7 +262,7 @@ def inspect_file(
     `session_id` defaults to the header's own id.
     """
     file = Path(path)
-    data = _read_file(file)
+    data = files.read_file(file)
     zstd = is_zstd_log(data)
     loaded = _load_bytes(data, zstd=zstd, session_id=session_id, now=now, known_types=known_types)
     return StoredSession(loaded.header, loaded.events, _report(str(file), loaded, data, zstd=zstd))
@@ -307,7 +303,7 @@ def repair_file(
         quarantine = _commit_repair(fd, file, data, loaded, zstd=zstd, pack_chunks=pack_chunks)
     finally:
         os.close(fd)
-    _converged(_read_file(file), zstd, None, now, known_types)
+    _converged(files.read_file(file), zstd, None, now, known_types)
     return attrs.evolve(
         report, committed=True, quarantine=None if quarantine is None else str(quarantine)
     )
@@ -330,7 +326,7 @@ def undo_repair(
     if parsed is None:
         raise StoreError(f"{source}: not a quarantine file name (<log>.torn-<offset>-<hash>)")
     log_name, offset, _ = parsed
-    removed = _read_file(source)
+    removed = files.read_file(source)
     if not quarantine_matches(source.name, removed):
         raise CorruptLog(f"{source}: its content does not match the hash in its name")
     log = source.with_name(log_name)
@@ -351,12 +347,12 @@ def undo_repair(
         os.ftruncate(fd, offset)
         os.fsync(fd)
         os.lseek(fd, 0, os.SEEK_END)
-        _write_all(fd, removed)
+        files.write_all(fd, removed)
         os.fsync(fd)
     finally:
         os.close(fd)
     os.unlink(source)
-    _fsync_dir(log.parent)
+    files.fsync_dir(log.parent)
     return log
 
 
@@ -520,23 +516,8 @@ class JsonlStore:
         _refuse_links(self.root, directory)
         _make_dirs(directory)
         final = directory / self._name
-        temporary = directory / f".{self._name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
-        try:
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(temporary, final)
-            except FileExistsError:
-                raise SessionExists(
-                    f"session {header.id!r} was materialized concurrently"
-                ) from None
-            _fsync_dir(directory)
-        finally:
-            os.unlink(temporary)
+        if not write_new_file(final, data):
+            raise SessionExists(f"session {header.id!r} was materialized concurrently")
         del self._pending[header.id]
         self._paths[header.id] = final
         self._tails[header.id] = _Tail(final, len(data), batch[-1].seq + 1)
