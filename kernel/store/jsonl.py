@@ -482,8 +482,10 @@ class JsonlStore:
         """Append one batch durably (fsynced when this returns); an empty batch is a no-op.
 
         The batch must continue the stored log (`SeqMismatch`); retired
-        vocabulary is refused (`LegacyFormat`); unknown types are accepted.
-        The first non-empty append of a created session materializes its file.
+        vocabulary is refused (`LegacyFormat`), and so is what this store's
+        loader would refuse or could not repair (R14: a type outside
+        `known_types` that is not ignorable, an unanswerable tool call). The
+        first non-empty append of a created session materializes its file.
         """
         session_id = canonical_text(session_id)
         batch = check_batch(events, known_types=self.known_types)

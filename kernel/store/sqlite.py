@@ -679,8 +679,9 @@ class SqliteStore:
         """Append one batch in one `BEGIN IMMEDIATE` transaction (§7.6); durable on return.
 
         The batch must continue the stored log (`SeqMismatch`, also when a
-        concurrent writer got there first); retired vocabulary is refused;
-        unknown types are accepted. An empty batch is a no-op. The first
+        concurrent writer got there first); retired vocabulary is refused, and
+        so is what this store's loader would refuse or could not repair (R14).
+        An empty batch is a no-op. The first
         non-empty append of a created session inserts its `sessions` row.
         """
         self._refuse_if_read_only()
