@@ -8,7 +8,6 @@ surrogates are written as escapes (`\\x1b`), in tables, error lines and JSON ali
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -19,7 +18,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kernel.json import thaw
+from kernel.json import FrozenArray, FrozenObject, raw, thaw
+from kernel.jsontext import encode_json_bytes
 
 __all__ = (
     "printable",
@@ -27,6 +27,7 @@ __all__ = (
     "stdout_console",
     "stderr_console",
     "print_json",
+    "json_document",
     "error_line",
     "text",
     "table",
@@ -42,6 +43,22 @@ controls, and lone surrogates (the undecodable bytes of a file name)."""
 
 _JSON_UNPRINTABLE: Final = re.compile(b"\x7f|\xc2[\x80-\x9f]")
 """DEL and C1 controls as orjson writes them (raw UTF-8); it escapes C0 itself."""
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+_ORJSON_LEVELS: Final = 200
+"""Subtrees nested deeper than this are laid out by `_indented_json`'s own walk (orjson
+refuses 255 levels; the margin keeps a later orjson with a lower limit from failing)."""
+
+_INDENTED_LEVELS: Final = 200
+"""`_indented_json` writes the containers it reaches this deep or deeper compact."""
+
+_RETRY_LEVELS: Final = 8
+"""`_indented_json` retries orjson on each container this near the top; a subtree it still
+refuses deeper down is walked once by `_whole_subtrees`."""
+
+_CONTAINERS: Final = (dict, list, tuple)
+_FROZEN: Final = (FrozenObject, FrozenArray)
 
 _DOC_DEPTH: Final = 64
 """`printable_doc` walks the command's own documents; deeper values are shown as their `str`."""
@@ -106,21 +123,164 @@ def _json_escape(match: re.Match[bytes]) -> bytes:
     return b"\\u%04x" % ord(match.group().decode())
 
 
-def print_json(document: Any) -> None:
-    """Write one JSON document (frozen values thawed) to stdout.
+def _scalar_json(value: Any) -> bytes:
+    """One scalar as orjson spells it; what orjson refuses (a string holding a lone
+    surrogate, an integer beyond 64 bits) as the kernel's writer spells it."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        if type(value) is not str and type(value) is not int:
+            raise
+        return encode_json_bytes(value)
 
-    Control characters are JSON escapes (`\\u001b`, `\\u009b`), so the document
-    says exactly what the log holds and a terminal shows it inert. A document
-    holding a lone surrogate (log text may; so does a file name that is not
-    UTF-8) is written all-ASCII by `json`, the surrogate as its `\\udcff` escape.
+
+def _whole_subtrees(root: Any) -> set[int]:
+    """The ids of the containers under `root` that orjson writes whole: nested at most
+    `_ORJSON_LEVELS` deep and holding no string (key or value) with a surrogate.
+
+    One post-order walk. Frozen views count as the containers behind them; a
+    container that holds itself raises TypeError.
+    """
+    height: dict[int, int] = {}
+    whole: set[int] = set()
+    entered: set[int] = set()  # children not all settled yet: met again, it is a cycle
+    # Each item: (container, None) to enter it, or (container, its children) to settle it.
+    stack: list[tuple[Any, list[Any] | None]] = [(root, None)]
+    while stack:
+        node, children = stack.pop()
+        ident = id(node)
+        if children is None:
+            if ident in height:
+                continue  # shared: settled already
+            if ident in entered:
+                raise TypeError("a container that holds itself is not JSON")
+            entered.add(ident)
+            items = node.values() if type(node) is dict else node
+            children = [c._raw if type(c) in _FROZEN else c for c in items]
+            stack.append((node, children))
+            stack.extend([(c, None) for c in children if type(c) in _CONTAINERS])
+            continue
+        clean = type(node) is not dict or _keys_clean(node)
+        tallest = 0
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                clean = clean and (child.isascii() or _SURROGATE.search(child) is None)
+            elif kind in _CONTAINERS:
+                tallest = max(tallest, height[id(child)])
+                clean = clean and id(child) in whole
+        height[ident] = tallest + 1
+        if clean and tallest < _ORJSON_LEVELS:
+            whole.add(ident)
+    return whole
+
+
+def _keys_clean(obj: dict[Any, Any]) -> bool:
+    """Whether every key is a string and none holds a surrogate."""
+    try:
+        keys = "".join(obj)
+    except TypeError:
+        return False
+    return keys.isascii() or _SURROGATE.search(keys) is None
+
+
+def _orjson_written(value: Any, depth: int) -> bytes | None:
+    """`value` as orjson writes it at `depth` (indented there, compact from
+    `_INDENTED_LEVELS` down); None when orjson refuses it."""
+    indented = depth < _INDENTED_LEVELS
+    try:
+        written = orjson.dumps(
+            value, default=_default, option=orjson.OPT_INDENT_2 if indented else None
+        )
+    except orjson.JSONEncodeError:
+        return None
+    return written.replace(b"\n", b"\n" + b"  " * depth) if indented and depth else written
+
+
+def _indented_json(document: Any) -> bytes:
+    """`document` laid out as orjson's `OPT_INDENT_2` does, at any depth; linear in size.
+
+    Members in insertion order, two spaces a level, `": "` after a key, empty
+    containers as `{}` and `[]`; a string holding a lone surrogate by
+    `_scalar_json`. orjson writes each subtree it accepts, re-indented to its
+    level; what the walk writes itself at level `_INDENTED_LEVELS` or deeper is
+    compact, since indenting every level of a deep value makes the text
+    quadratic in its depth. The walk asks orjson about every container of the
+    first `_RETRY_LEVELS` levels, then decides below them from `_whole_subtrees`:
+    asking at every level would redo up to 254 levels of work each time.
+    """
+    whole: set[int] = set()
+    parts: list[bytes] = []
+    # Each item: (text, None) to emit, or (None, (value, depth)) to write.
+    stack: list[tuple[bytes | None, Any]] = [(None, (document, 0))]
+    while stack:
+        text, pending = stack.pop()
+        if text is not None:
+            parts.append(text)
+            continue
+        value, depth = pending
+        value = raw(value)
+        kind = type(value)
+        if kind not in _CONTAINERS:
+            parts.append(_scalar_json(value))
+            continue
+        if depth == _RETRY_LEVELS:
+            whole |= _whole_subtrees(value)
+        if depth < _RETRY_LEVELS or id(value) in whole:
+            written = _orjson_written(value, depth)
+            if written is not None:
+                parts.append(written)
+                continue
+        if not value:
+            parts.append(b"{}" if kind is dict else b"[]")
+            continue
+        indented = depth < _INDENTED_LEVELS
+        inner = b"\n" + b"  " * (depth + 1) if indented else b""
+        end = b"\n" + b"  " * depth if indented else b""
+        if kind is dict:
+            if any(type(key) is not str for key in value):
+                raise TypeError("an object key that is not a string is not JSON")
+            colon = b": " if indented else b":"
+            members = list(value.items())
+            stack.append((end + b"}", None))
+            for index in range(len(members) - 1, -1, -1):
+                key, child = members[index]
+                stack.append((None, (child, depth + 1)))
+                lead = b"{" if index == 0 else b","
+                stack.append((lead + inner + _scalar_json(key) + colon, None))
+        else:
+            stack.append((end + b"]", None))
+            for index in range(len(value) - 1, -1, -1):
+                stack.append((None, (value[index], depth + 1)))
+                stack.append(((b"[" if index == 0 else b",") + inner, None))
+    parts.append(b"\n")
+    return b"".join(parts)
+
+
+def json_document(document: Any) -> bytes:
+    """The bytes `print_json` writes: one indented JSON document and a newline, UTF-8.
+
+    orjson writes every document it can; one it refuses (nesting past 255
+    levels, a lone surrogate) is laid out the same way by `_indented_json`, a
+    lone surrogate written as its escape (`\\udcff`), so any value a log admits
+    prints. DEL and C1 controls are escaped last (`\\u009b`).
     """
     try:
         data = orjson.dumps(document, default=_default, option=_JSON_OPTIONS)
-    except orjson.JSONEncodeError as exc:
-        if "surrogates" not in str(exc):
-            raise
-        data = (json.dumps(thaw(document), ensure_ascii=True, indent=2) + "\n").encode("ascii")
-    sys.stdout.buffer.write(_JSON_UNPRINTABLE.sub(_json_escape, data))
+    except orjson.JSONEncodeError:
+        data = _indented_json(document)
+    return _JSON_UNPRINTABLE.sub(_json_escape, data)
+
+
+def print_json(document: Any) -> None:
+    """Write one JSON document (frozen values thawed) to stdout (`json_document`).
+
+    Control characters are JSON escapes (`\\u001b`, `\\u009b`), so the document
+    says exactly what the log holds and a terminal shows it inert. A lone
+    surrogate (log text may hold one; so does a file name that is not UTF-8) is
+    its `\\udcff` escape, and values nest to any depth.
+    """
+    sys.stdout.buffer.write(json_document(document))
     sys.stdout.flush()
 
 

@@ -14,6 +14,7 @@ from kernel.projections.providers import (
     anthropic_request,
     anthropic_tool_ids,
     openai_request,
+    openai_tool_ids,
 )
 
 __all__ = (
@@ -26,6 +27,7 @@ __all__ = (
     "anthropic_request",
     "anthropic_tool_ids",
     "openai_request",
+    "openai_tool_ids",
     "paired_history",
     "tool_kind",
 )

@@ -35,7 +35,7 @@ from kernel.events import (
     USER_MESSAGE,
     Event,
 )
-from kernel.json import raw, safe_int, summary, thaw
+from kernel.json import canonical_text, raw, safe_int, summary, thaw
 from kernel.log import SessionLog
 from kernel.projections.blocks import (
     ProjectionError,
@@ -46,6 +46,7 @@ from kernel.projections.blocks import (
     parsed_arguments,
     result_of,
     text_of,
+    well_formed,
 )
 
 __all__ = (
@@ -102,11 +103,16 @@ def acp_content(block: Any) -> dict[str, Any]:
 
     `text` stays text; a well-formed `image` becomes a `resource_link` to its
     attachment (the log holds a reference, not the bytes an ACP image needs);
-    anything else is a text block holding the block's compact JSON.
+    anything else is a text block holding the block's compact JSON. Its strings are
+    well-formed (`well_formed`).
 
     >>> acp_content({"type": "text", "text": "hi"})
     {'type': 'text', 'text': 'hi'}
     """
+    return well_formed(_content_block(block))
+
+
+def _content_block(block: Any) -> dict[str, Any]:
     text = text_of(block)
     if text is not None:
         return {"type": "text", "text": text}
@@ -139,7 +145,7 @@ def _user_updates(message: Any) -> list[dict[str, Any]]:
     return [
         _chunk("user_message_chunk", content, mid)
         for block in message["content"]
-        if (content := acp_content(block)).get("text") != ""
+        if (content := _content_block(block)).get("text") != ""
     ]
 
 
@@ -193,7 +199,7 @@ def _assistant_updates(message: Any, said: str, thought: str) -> list[dict[str, 
         if call is not None:
             out.append(call)
             continue
-        out.append(_chunk("agent_message_chunk", acp_content(block), mid))
+        out.append(_chunk("agent_message_chunk", _content_block(block), mid))
     return out
 
 
@@ -208,7 +214,7 @@ def _result_update(event: Event) -> dict[str, Any]:
         "content": [
             {"type": "content", "content": c}
             for block in content
-            if (c := acp_content(block)).get("text") != ""
+            if (c := _content_block(block)).get("text") != ""
         ],
     }
     if type(error) is dict:
@@ -295,11 +301,13 @@ class AcpState:
         The event is one a log admitted (`log.events[-1]` after `log.append`); its
         field types and, for the types read here, its payload shape (R10, R12) are
         checked first, so a malformed event raises `KernelError`, nothing else.
+        The notifications' strings are well-formed (`well_formed`).
         """
         event = check_event(event)
         if event.type in _CHECKED:
             check_payload(event.type, event.data, f"event seq {event.seq}")
-        return self._advance(event)
+        state, notes = self._advance(event)
+        return state, well_formed(notes)
 
     def _advance(self, event: Event) -> tuple[AcpState, tuple[Notification, ...]]:
         """`step` of an event known to be admitted."""
@@ -319,7 +327,10 @@ class AcpState:
             return self._chunk(event)
         if kind == ASSISTANT_MESSAGE:
             data = raw(event.data)
-            said, thought = "".join(self.said), "".join(self.thought)
+            # Joined as admission joins a message's text: a pair split between two
+            # chunks is the one character the message holds.
+            said = canonical_text("".join(self.said))
+            thought = canonical_text("".join(self.thought))
             updates = _assistant_updates(data["message"], said, thought)
             used = _tokens(data.get("usage")) if self.window is not None else None
             if used is not None:
@@ -386,6 +397,7 @@ def acp_updates(
     usage and title updates too. `view="surface"`: the model-visible history only,
     the surface nodes in surface order. The log is admitted first (restore path);
     a log admission refuses raises its `KernelError` and nothing is projected.
+    Every string is well-formed: a lone surrogate of the log is sent as U+FFFD.
 
     >>> from kernel import SessionLog, APPEND
     >>> log = SessionLog.empty().append("user/message", {"id": "u1", "role": "user",
@@ -402,10 +414,12 @@ def acp_updates(
     log = admitted(events)
     if view == "surface":
         sid = session_id
-        return tuple(
-            _note(sid, update)
-            for seq in log.surface.nodes
-            for update in _message_updates(log.events[seq])
+        return well_formed(
+            tuple(
+                _note(sid, update)
+                for seq in log.surface.nodes
+                for update in _message_updates(log.events[seq])
+            )
         )
     out: list[Notification] = []
 
@@ -417,4 +431,4 @@ def acp_updates(
     # Every other type is an identity step of a replay: skip it without a call.
     replayed = [e for e in log.events if e.type in _REPLAYED]
     functools.reduce(step, replayed, AcpState.replay(session_id))
-    return tuple(out)
+    return well_formed(tuple(out))

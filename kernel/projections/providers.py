@@ -11,7 +11,7 @@ reasons, in docs/projections.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kernel.events import Event
@@ -25,6 +25,8 @@ from kernel.projections.blocks import (
     image_ref,
     parsed_arguments,
     text_of,
+    well_formed,
+    well_formed_text,
 )
 from kernel.projections.history import AssistantEntry, Entry, ResultEntry, paired_history
 
@@ -35,6 +37,7 @@ __all__ = (
     "openai_request",
     "anthropic_request",
     "anthropic_tool_ids",
+    "openai_tool_ids",
 )
 
 OPENAI_EFFORTS: Final = frozenset({"none", "minimal", "low", "medium", "high", "xhigh", "max"})
@@ -103,14 +106,14 @@ def _openai_part(block: Any, images: Images, *, image_ok: bool) -> dict[str, Any
     return {"type": "text", "text": degraded_text(block)}
 
 
-def _openai_message(entry: Entry, images: Images) -> dict[str, Any] | None:
+def _openai_message(entry: Entry, images: Images, ids: Mapping[str, str]) -> dict[str, Any] | None:
     if isinstance(entry, ResultEntry):
         parts = [
             p for b in entry.content if (p := _openai_part(b, images, image_ok=False)) is not None
         ]
         return {
             "role": "tool",
-            "tool_call_id": entry.call_id,
+            "tool_call_id": ids[entry.call_id],
             "content": _texts_or_parts(parts) if parts else "",
         }
     if isinstance(entry, AssistantEntry):
@@ -125,7 +128,7 @@ def _openai_message(entry: Entry, images: Images) -> dict[str, Any] | None:
         message["content"] = _texts_or_parts(parts) if parts else None
         if entry.calls:
             message["tool_calls"] = [
-                {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                {"id": ids[i], "type": "function", "function": {"name": n, "arguments": a}}
                 for i, n, a in entry.calls
             ]
         return message
@@ -143,14 +146,17 @@ def openai_request(
     `images` maps attachment ids to URLs the caller can vouch for; an image without
     one is sent as the text of its reference. Raises `KernelError`: the log's
     admission error, `ToolPairingError` for a history with an unanswered call (repair
-    it first), `ProjectionError` when no header is in force.
+    it first), `ProjectionError` when no header is in force. Every string is
+    well-formed: a lone surrogate of the log is sent as U+FFFD, and a tool call id
+    holding one is rewritten one-to-one (`openai_tool_ids`).
     """
     header, history, known = _header_and_history(events, images, "openai_request")
     config = header["config"]
+    ids = openai_tool_ids(history)
     messages: list[dict[str, Any]] = []
     if header.get("system"):
         messages.append({"role": "system", "content": header["system"]})
-    messages.extend(m for e in history if (m := _openai_message(e, known)) is not None)
+    messages.extend(m for e in history if (m := _openai_message(e, known, ids)) is not None)
     body: dict[str, Any] = {"model": config["model"], "messages": messages}
     tools = header.get("tools")
     if tools:
@@ -169,7 +175,7 @@ def openai_request(
     effort = config.get("reasoningEffort")
     if effort in OPENAI_EFFORTS:
         body["reasoning_effort"] = effort
-    return body
+    return well_formed(body)
 
 
 def _sampling(
@@ -193,21 +199,19 @@ def _sampling(
 # -- Anthropic Messages -------------------------------------------------------------------------
 
 
-def anthropic_tool_ids(history: Sequence[Entry]) -> dict[str, str]:
-    """Each tool call id of a history -> the id Anthropic accepts (`^[a-zA-Z0-9_-]+$`).
-
-    Ids that match stay as they are; any other id has each character outside the
-    pattern replaced by `_`, then a `_2`, `_3`, ... suffix until it is taken by no
-    other id of the history. One-to-one within one body.
-    """
+def _one_to_one(
+    history: Sequence[Entry], accepted: Callable[[str], bool], rewrite: Callable[[str], str]
+) -> dict[str, str]:
+    """Each tool call id of a history -> itself when `accepted`, else `rewrite(id)`, with
+    a `_2`, `_3`, ... suffix until no other id of the history has taken it."""
     ids = [c[0] for e in history if isinstance(e, AssistantEntry) for c in e.calls]
     ids += [e.call_id for e in history if isinstance(e, ResultEntry)]
-    taken = {i for i in ids if _anthropic_id_ok(i)}
+    taken = {i for i in ids if accepted(i)}
     mapping = {i: i for i in taken}
     for original in ids:
         if original in mapping:
             continue
-        base = _ANTHROPIC_ID_CHAR.sub("_", original)
+        base = rewrite(original)
         candidate, n = base, 1
         while candidate in taken:
             n += 1
@@ -215,6 +219,27 @@ def anthropic_tool_ids(history: Sequence[Entry]) -> dict[str, str]:
         taken.add(candidate)
         mapping[original] = candidate
     return mapping
+
+
+def openai_tool_ids(history: Sequence[Entry]) -> dict[str, str]:
+    """Each tool call id of a history -> the well-formed id the body sends.
+
+    An id holding a lone surrogate has each replaced by U+FFFD (`well_formed_text`),
+    then a `_2`, `_3`, ... suffix until no other id of the history has taken it:
+    one-to-one within one body, so calls and results stay paired. Any other id
+    stays as it is.
+    """
+    return _one_to_one(history, lambda i: well_formed_text(i) == i, well_formed_text)
+
+
+def anthropic_tool_ids(history: Sequence[Entry]) -> dict[str, str]:
+    """Each tool call id of a history -> the id Anthropic accepts (`^[a-zA-Z0-9_-]+$`).
+
+    Ids that match stay as they are; any other id has each character outside the
+    pattern replaced by `_`, then a `_2`, `_3`, ... suffix until it is taken by no
+    other id of the history. One-to-one within one body.
+    """
+    return _one_to_one(history, _anthropic_id_ok, lambda i: _ANTHROPIC_ID_CHAR.sub("_", i))
 
 
 def _anthropic_id_ok(text: str) -> bool:
@@ -288,8 +313,8 @@ def anthropic_request(
     `messages` (the paired history, consecutive turns of one role merged, tool
     results first in their user turn), `tools` with their input schemas, and the
     sampling settings of the header in force. Tool call ids outside Anthropic's
-    pattern are rewritten one-to-one (`anthropic_tool_ids`). Raises as
-    `openai_request` does.
+    pattern are rewritten one-to-one (`anthropic_tool_ids`), and every string is
+    well-formed (a lone surrogate is sent as U+FFFD). Raises as `openai_request` does.
     """
     if safe_int(max_tokens) is None or max_tokens < 1:
         raise ProjectionError("anthropic_request: max_tokens must be a positive integer")
@@ -324,4 +349,4 @@ def anthropic_request(
     effort = config.get("reasoningEffort")
     if effort in ANTHROPIC_EFFORTS:
         body["output_config"] = {"effort": effort}
-    return body
+    return well_formed(body)
