@@ -1072,3 +1072,191 @@ def test_verify_exclude_passes_over_matching_names_and_paths(tmp_path: Path) -> 
     )
     assert code == 0
     assert [log["path"] for log in report["logs"]] == [str(tmp_path / "keep" / "a.jsonl")]
+
+
+# verify: a closed last turn with a call no result answers is a finding; --strict fails it
+
+
+def unanswered_at_end_log() -> tuple[Builder, int]:
+    """Turn 1 in full; turn 2's assistant message calls `k1` and `k2`, only `k1` is
+    answered, and the turn ends (with an error) all the same. Returns the message's seq."""
+    b = Builder()
+    b.turn(1, [["c1"], []])
+    b.add("turn/start", {"turn": 2})
+    b.user("u2", "do two things")
+    b.add("step/start", {"turn": 2, "step": 1})
+    asked = b.assistant(2, 1, "a2-1", "on it", ["k1", "k2"])
+    b.result(2, 1, "k1", b.call(2, 1, "k1"))
+    b.add("step/end", {"turn": 2, "step": 1})
+    error = {"message": "tool runner lost", "code": "E"}
+    b.add("turn/end", {"turn": 2, "reason": {"kind": "error", "error": error}})
+    return b, asked
+
+
+def test_verify_names_a_call_left_unanswered_when_the_last_turn_closed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # the reason on one line
+    b, asked = unanswered_at_end_log()
+    path = tmp_path / "open-call.jsonl"
+    path.write_bytes(write_jsonl(header("open-call"), b.events))
+
+    code, out, _ = run_main(capsys, "verify", "--json", path)
+
+    assert code == 0
+    (log,) = json.loads(out)["logs"]
+    assert log["status"] == "ok" and log["problems"] == []
+    (finding,) = log["findings"]
+    assert (finding["check"], finding["seq"], finding["rule"]) == (
+        "pairing",
+        asked,
+        "unanswered-call",
+    )
+    assert "k2" in finding["message"] and "k1" not in finding["message"]
+    code, out, _ = run_main(capsys, "verify", path)
+    assert code == 0 and "--strict fails them" in out
+    assert f"finding: pairing: seq {asked}: tool call(s) k2 never answered" in out
+    code, _, err = run_main(capsys, "export", path, "--format", "openai")
+    assert code == 1 and "ToolPairingError" in err  # the history the finding warns of
+
+
+def test_verify_strict_fails_a_log_on_its_unanswered_call_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b, asked = unanswered_at_end_log()
+    path = tmp_path / "open-call.jsonl"
+    path.write_bytes(write_jsonl(header("open-call"), b.events))
+    clean = write_clean(tmp_path / "clean.jsonl")
+
+    code, out, _ = run_main(capsys, "verify", "--strict", "--json", path, clean)
+
+    assert code == 1
+    document = json.loads(out)
+    assert document["summary"]["invalid"] == 1 and document["summary"]["ok"] == 1
+    logs = {log["session"]: log for log in document["logs"]}
+    assert logs["clean"]["status"] == "ok"
+    assert logs["open-call"]["status"] == "invalid" and logs["open-call"]["findings"] == []
+    (problem,) = logs["open-call"]["problems"]
+    assert (problem["check"], problem["seq"], problem["rule"]) == (
+        "pairing",
+        asked,
+        "unanswered-call",
+    )
+
+
+def test_verify_report_rules_column_holds_the_unanswered_call_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pandas as pd
+
+    from kernel.corpus import PANDAS_DTYPES
+
+    b, asked = unanswered_at_end_log()
+    path = tmp_path / "logs" / "open-call.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(write_jsonl(header("open-call"), b.events))
+    for strict, check, status in ((False, None, "ok"), (True, "pairing", "invalid")):
+        report = tmp_path / f"strict-{strict}.csv"
+        flags = ["--strict"] if strict else []
+        run_main(capsys, "verify", *flags, "--report", report, path)
+        (row,) = pd.read_csv(report, dtype=PANDAS_DTYPES).to_dict("records")
+        assert (row["status"], row["rules"], row["first_seq"]) == (status, "unanswered-call", asked)
+        assert (None if pd.isna(row["check"]) else row["check"]) == check
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_verify_report_keeps_a_file_name_that_is_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from kernel.corpus import text_from_report
+
+    logs = tmp_path / "logs"
+    write_clean(logs / "clean.jsonl")
+    odd = logs / os.fsdecode(b"bad-\xff\\udcff.jsonl")  # the byte 0xff, then text like its escape
+    corrupt_copy(logs, "bad").rename(odd)
+    report = tmp_path / f"r{suffix}"
+
+    code, out, err = run_main(capsys, "verify", "--json", "--report", report, logs)
+
+    assert code == 1 and err == ""
+    read = pq.read_table if suffix == ".parquet" else pacsv.read_csv
+    cells = read(report).column("path").to_pylist()
+    assert [json.loads(out)["logs"][i]["path"] for i in range(2)] == [
+        str(odd),
+        str(logs / "clean.jsonl"),
+    ]
+    assert cells[0] == str(logs / "bad-\\udcff\\\\udcff.jsonl")  # as --json spells the byte
+    assert [os.fsencode(text_from_report(cell)) for cell in cells] == [
+        os.fsencode(odd),
+        os.fsencode(logs / "clean.jsonl"),
+    ]
+
+
+# verify: a log that takes too long is reported `timeout`, named on stderr, and the run ends
+
+
+def test_verify_timeout_reports_a_stuck_log_names_its_worker_and_finishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In-process: a check that never returns for one file stands in for a stuck worker.
+    import threading
+
+    import pandas as pd
+
+    from kernel import corpus
+    from kernel.corpus import PANDAS_DTYPES
+
+    clean = write_clean(tmp_path / "logs" / "clean.jsonl")
+    stuck = write_clean(tmp_path / "logs" / "stuck.jsonl", "stuck")
+    release = threading.Event()
+    real = corpus.check_task
+
+    def never_returns_for_stuck(task: Any, now: int, **kwargs: Any) -> Any:
+        if task.path == str(stuck):
+            release.wait(60)
+        return real(task, now, **kwargs)
+
+    monkeypatch.setattr(corpus, "check_task", never_returns_for_stuck)
+    report = tmp_path / "r.csv"
+    try:
+        code, out, err = run_main(
+            capsys, "verify", "--timeout", "0.2", "--json", "--report", report, tmp_path / "logs"
+        )
+    finally:
+        release.set()
+
+    assert code == 4
+    document = json.loads(out)
+    assert document["summary"]["timeout"] == 1 and document["summary"]["ok"] == 1
+    logs = {log["path"]: log for log in document["logs"]}
+    assert logs[str(clean)]["status"] == "ok"
+    assert logs[str(stuck)]["status"] == "timeout"
+    (problem,) = logs[str(stuck)]["problems"]
+    assert problem["check"] == "timeout" and problem["worker"].startswith(f"pid {os.getpid()} ")
+    (line,) = err.splitlines()
+    assert line.startswith(f"session-kernel: {stuck}: timeout: no verdict within 0.2 s")
+    assert problem["worker"] in line
+    frame = pd.read_csv(report, dtype=PANDAS_DTYPES)
+    assert list(frame["status"]) == ["ok", "timeout"]
+    assert list(frame["rules"].fillna("")) == ["", "timeout"]
+
+
+def test_verify_summary_lists_timeout_only_when_a_log_timed_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_main(capsys, "verify", "--json", write_clean(tmp_path / "a.jsonl"))
+    assert code == 0
+    assert "timeout" not in json.loads(out)["summary"]
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
+def test_verify_refuses_a_timeout_that_is_not_a_number_of_seconds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run_main(capsys, "verify", "--timeout", value, tmp_path)
+    assert exited.value.code == 2
+    assert "--timeout" in capsys.readouterr().err

@@ -27,12 +27,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 from corpus import KINDS, generate_corpus  # noqa: E402
-from test_cli import deny_reading, run, run_main  # noqa: E402
+from test_cli import (  # noqa: E402
+    Builder,
+    clean_log,
+    deny_reading,
+    header,
+    run,
+    run_main,
+    unanswered_at_end_log,
+)
 
 from kernel import corpus  # noqa: E402
 from kernel.cli import verifying  # noqa: E402
@@ -49,10 +59,13 @@ from kernel.corpus import (  # noqa: E402
     check_bytes,
     check_task,
     report_row,
+    report_text,
+    text_from_report,
     verify_corpus,
     verify_tasks,
     write_report,
 )
+from kernel.durable import write_jsonl  # noqa: E402
 
 LOGS = 198
 """JSONL logs in the generated corpus (33 of each kind), besides the SQLite database."""
@@ -536,3 +549,252 @@ def test_import_kernel_imports_neither_dask_nor_pyarrow() -> None:
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# -- a run always ends: per-log timeouts, silent workers ------------------------------------------
+
+STUCK_SECONDS = 30
+"""How long a stuck check sleeps: far past any timeout below (its thread is abandoned)."""
+
+
+def stuck_check(task: Task) -> tuple[CorpusResult, ...]:
+    """Never returns in time on a file named `stuck*`; else the real check."""
+    if Path(task.path).name.startswith("stuck"):
+        time.sleep(STUCK_SECONDS)
+    return check_task(task, NOW)
+
+
+def freezing_check(task: Task) -> tuple[CorpusResult, ...]:
+    """Freezes the whole worker process on a file named `poison*`: the regular expression
+    backtracks for hours holding the GIL, so no thread of the worker runs, nor its
+    event loop. Else the real check."""
+    if Path(task.path).name.startswith("poison"):
+        import re
+
+        re.fullmatch(r"(a+)+b", "a" * 64)
+    return check_task(task, NOW)
+
+
+def check_each(tasks: list[Task]) -> int:
+    """Check every task here (a warm-up: the first check in a process imports much)."""
+    return sum(len(check_task(task, NOW)) for task in tasks)
+
+
+def small_corpus(root: Path, *extra: str) -> list[Task]:
+    """Six generated logs and a one-session database, plus a clean log under each `extra` name."""
+    generate_corpus(root, 6, events=12, sessions=1)
+    clean = next(root.rglob("s00001.jsonl")).read_bytes()  # s00001: a clean log (KINDS)
+    for name in extra:
+        (root / name).write_bytes(clean)
+    tasks, _ = corpus.plan_tasks(discover([str(root)]).logs)
+    return tasks
+
+
+def by_path(done: Any) -> dict[str, CorpusResult]:
+    rows = [row for _, found in done for row in found]
+    assert len({(r.path, r.session) for r in rows}) == len(rows)  # each log once
+    return {row.path: row for row in rows}
+
+
+@pytest.mark.parametrize(
+    ("where", "seconds"),
+    [
+        ("in-process", 0.2),
+        # a fresh worker's first checks import modules: time enough for those
+        pytest.param("process pool", 1.0, marks=pytest.mark.slow),
+        pytest.param("dask", 1.0, marks=pytest.mark.slow),
+    ],
+)
+def test_a_log_that_outlasts_its_timeout_is_reported_timeout_and_the_run_ends(
+    tmp_path: Path, request: pytest.FixtureRequest, where: str, seconds: float
+) -> None:
+    import cloudpickle
+
+    tasks = small_corpus(tmp_path, "stuck.jsonl")
+    executor: corpus.Executor
+    if where == "in-process":
+        executor = InProcess(log_timeout=seconds)
+    elif where == "process pool":
+        executor = ProcessPool(2, log_timeout=seconds)
+    else:
+        dask_client = request.getfixturevalue("client")
+        executor = Dask(client=dask_client, batch=3, log_timeout=seconds)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        if where == "dask":
+            dask_client.run(check_each, tasks)  # on every worker: the first check imports much
+        done = list(executor.run(tasks, stuck_check))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+    assert sorted((task for task, _ in done), key=repr) == sorted(tasks, key=repr)
+    rows = by_path(done)
+    late = rows.pop(str(tmp_path / "stuck.jsonl"))
+    assert (late.status, late.check, late.rules) == ("timeout", "timeout", ("timeout",))
+    (problem,) = late.detail["problems"]
+    worker = problem["worker"]
+    assert late.message == (
+        f"no verdict within {seconds:g} s; the check was left running (worker {worker})"
+    )
+    if where == "dask":
+        assert worker.startswith("tcp://")
+    else:
+        assert worker.startswith("pid ") and (worker.startswith(f"pid {os.getpid()} ")) == (
+            where == "in-process"
+        )
+    expected = by_path((task, check_task(task, NOW)) for task in tasks if task.path in rows)
+    assert rows == expected  # every other log checked as ever
+
+
+@pytest.mark.slow
+def test_a_dask_worker_that_stops_answering_is_given_up_and_the_run_ends(tmp_path: Path) -> None:
+    import cloudpickle
+    from distributed import Client, LocalCluster
+
+    tasks = small_corpus(tmp_path, "poison.jsonl")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        with (
+            LocalCluster(
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address="127.0.0.1:0",
+                silence_logs=logging.CRITICAL,
+            ) as cluster,
+            Client(cluster) as dask_client,
+        ):
+            pids = dask_client.run(os.getpid)
+            dask_client.run(check_each, tasks)  # on every worker: the first check imports much
+            executor = Dask(client=dask_client, batch=1, log_timeout=0.2, grace=3)
+            try:
+                done = list(executor.run(tasks, freezing_check))
+            finally:
+                for pid in pids.values():  # the frozen worker would not even answer `close`
+                    os.kill(pid, signal.SIGKILL)
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+    assert sorted((task for task, _ in done), key=repr) == sorted(tasks, key=repr)
+    rows = by_path(done)
+    late = {path: row for path, row in rows.items() if row.status == "timeout"}
+    poison = late[str(tmp_path / "poison.jsonl")]
+    worker = poison.detail["problems"][0]["worker"]
+    assert worker in pids
+    assert all(row.detail["problems"][0]["worker"] == worker for row in late.values())
+    assert all("given up" in str(row.message) for row in late.values())
+    expected = by_path((task, check_task(task, NOW)) for task in tasks if task.path not in late)
+    assert {p: r for p, r in rows.items() if p not in late} == expected
+
+
+@pytest.mark.slow
+def test_a_scheduler_without_workers_ends_the_run_with_one_clear_error(tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    tasks = small_corpus(tmp_path)
+    with (
+        LocalCluster(
+            n_workers=0, dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL
+        ) as cluster,
+        Client(cluster) as dask_client,
+        pytest.raises(corpus.ClusterUnavailable) as caught,
+    ):
+        list(Dask(client=dask_client, timeout=0.5, log_timeout=5).run(tasks, stuck_check))
+    address = cluster.scheduler_address
+    assert str(caught.value) == f"the Dask scheduler {address} has no workers (waited 0.5 s)"
+
+
+# -- the report: file modes, text that is not UTF-8 ----------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640)])
+def test_a_report_is_created_with_the_mode_the_umask_gives(
+    tmp_path: Path, reference: list[CorpusResult], umask: int, mode: int, suffix: str
+) -> None:
+    target = tmp_path / f"report{suffix}"
+    before = os.umask(umask)
+    try:
+        write_report(reference[:5], target)
+    finally:
+        os.umask(before)
+    assert target.stat().st_mode & 0o777 == mode
+    assert list(tmp_path.iterdir()) == [target]
+
+
+ESCAPE_PIECES = ("\\", "u", "d", "c", "8", "f", "0", "a", "é", "\udcff", "\ud800", "\udfff")
+"""Pieces that make up surrogates, backslashes and text that looks like their escapes."""
+
+
+@given(st.text(st.sampled_from(ESCAPE_PIECES)) | st.text())
+def test_report_text_is_utf8_and_gives_back_exactly_the_value_it_was_written_from(
+    value: str,
+) -> None:
+    cell = report_text(value)
+    cell.encode("utf-8")  # a Parquet or CSV string cell
+    assert text_from_report(cell) == value
+    if cell != value:
+        assert any(0xD800 <= ord(c) <= 0xDFFF for c in value) or "\\ud" in value
+
+
+def test_report_text_leaves_valid_paths_alone_windows_ones_included() -> None:
+    for path in ("logs/a.jsonl", "C:\\Users\\me\\a.jsonl", "\\\\fs\\share\\x", "é/ü.jsonl"):
+        assert report_text(path) == path
+    assert report_text("logs/\udcff.jsonl") == "logs/\\udcff.jsonl"  # as --json spells it
+
+
+# -- findings: a closed last turn with a call no result answers ----------------------------------
+
+
+def verdict(b: Builder) -> CorpusResult:
+    return check_bytes(write_jsonl(header("t"), b.events), path="t.jsonl", kind="jsonl", now=NOW)
+
+
+def test_an_unanswered_call_at_the_end_is_a_finding_not_a_problem() -> None:
+    b, asked = unanswered_at_end_log()
+
+    result = verdict(b)
+
+    assert result.status == "ok" and result.check is None
+    assert result.rules == ("unanswered-call",) and result.first_seq == asked
+    (finding,) = result.detail["findings"]
+    assert finding["seq"] == asked and finding["rule"] == corpus.UNANSWERED_CALL
+    strict = check_bytes(
+        write_jsonl(header("t"), b.events), path="t.jsonl", kind="jsonl", now=NOW, strict=True
+    )
+    assert strict.status == "invalid" and strict.check == "pairing"
+    assert strict.detail["problems"] == [finding] and strict.detail["findings"] == []
+
+
+def test_an_interrupted_turn_whose_closers_answer_its_calls_has_no_finding() -> None:
+    b = Builder()
+    b.turn(1, [[]])
+    b.add("turn/start", {"turn": 2})
+    b.user("u2", "go")
+    b.add("step/start", {"turn": 2, "step": 1})
+    b.assistant(2, 1, "a2-1", "on it", ["k1"])
+
+    result = verdict(b)
+
+    assert result.status == "repairable" and result.detail["findings"] == []
+
+
+def test_a_call_unanswered_before_a_later_assistant_message_is_only_a_problem() -> None:
+    b = Builder()
+    b.add("turn/start", {"turn": 1})
+    b.user("u1", "go")
+    b.add("step/start", {"turn": 1, "step": 1})
+    b.assistant(1, 1, "a1", "calling", ["lost"])
+    b.add("step/end", {"turn": 1, "step": 1})
+    b.add("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    b.turn(2, [[]])
+
+    result = verdict(b)
+
+    assert result.status == "invalid" and result.rules == ("unanswered-call",)
+    assert result.check == "pairing" and result.detail["findings"] == []
+
+
+def test_unanswered_call_findings_are_empty_for_a_surface_that_ends_balanced() -> None:
+    assert corpus.unanswered_call_findings(clean_log().events) == []
+    assert corpus.unanswered_call_findings([]) == []

@@ -18,12 +18,12 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli import Builder, header, run
+from test_cli import Builder, header, run, run_main, unanswered_at_end_log
 
 from kernel.corpus import failure_keys, minimize_events, minimize_log
 from kernel.corpus.check import check_bytes
 from kernel.corpus.minimize import ddmin, renumbered, shortest_failing_prefix, still_fails
-from kernel.durable import write_jsonl
+from kernel.durable import load_jsonl, write_jsonl
 from kernel.events import APPEND, Event
 from kernel.invariants import RULES
 
@@ -243,3 +243,29 @@ def test_verify_minimize_writes_one_jsonl_per_failing_log_beside_the_report(
     assert {p.name: p.read_bytes() for p in logs.iterdir()} == before
     table = run("verify", "--minimize", "--report", tmp_path / "t.csv", logs)
     assert "Minimal counterexamples" in table.stdout and "→" in table.stdout
+
+
+def test_verify_strict_minimize_shrinks_an_unanswered_call_to_a_handful_of_events_1_minimal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b, _ = unanswered_at_end_log()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "open-call.jsonl").write_bytes(write_jsonl(header("open-call"), b.events))
+    key = ("pairing", "unanswered-call")
+
+    code, out, _ = run_main(
+        capsys, "verify", "--strict", "--json", "--minimize", "--report", tmp_path / "r.csv", logs
+    )
+
+    assert code == 1
+    (entry,) = json.loads(out)["minimized"]
+    assert (entry["check"], entry["rule"]) == key
+    assert entry["eventsAfter"] <= HANDFUL < entry["eventsBefore"] == len(b.events)
+    loaded = load_jsonl(Path(entry["file"]).read_bytes(), session_id=None, now=NOW)
+    shrunk = loaded.events[: len(loaded.events) - len(loaded.closers)]
+    head = header("open-call")
+    assert still_fails(head, shrunk, key, NOW)
+    for gone in range(len(shrunk)):  # 1-minimal
+        fewer = renumbered(shrunk, [i for i in range(len(shrunk)) if i != gone])
+        assert fewer is None or not still_fails(head, fewer, key, NOW), gone

@@ -3,6 +3,7 @@
     session-kernel inspect LOG [--session ID] [--json]
     session-kernel verify PATH... [--jobs N] [--exclude GLOB]... [--hidden] [--json]
                           [--scheduler ADDRESS | --dask local] [--report FILE [--minimize]]
+                          [--strict] [--timeout SECONDS]
     session-kernel repair LOG [--session ID] [--dry-run] [--json]
     session-kernel export LOG --format acp|openai|anthropic [--session ID] [--view VIEW]
     session-kernel acp-serve STORE
@@ -23,14 +24,18 @@ import textwrap
 import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
+from typing import Final
 
 from kernel.cli import exits
 from kernel.cli.output import error_line
 from kernel.errors import KernelError, UnsupportedFormat
 
-__all__ = ("main", "build_parser")
+__all__ = ("main", "build_parser", "DEFAULT_VERIFY_TIMEOUT")
 
 Command = Callable[[argparse.Namespace, int], int]
+
+DEFAULT_VERIFY_TIMEOUT: Final = 120.0
+"""Seconds `verify` lets one log take before reporting it `timeout` (`--timeout`)."""
 
 
 def _version() -> str:
@@ -60,6 +65,8 @@ def _run_verify(args: argparse.Namespace, now: int) -> int:
         dask_local=args.dask == "local",
         report=args.report,
         minimize=args.minimize,
+        strict=args.strict,
+        timeout=args.timeout or None,
     )
 
 
@@ -101,6 +108,16 @@ def _jobs(value: str) -> int:
     if jobs < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return jobs
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of seconds, 0 for no limit")
+    return seconds
 
 
 def _wrap(text: str) -> str:
@@ -190,6 +207,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--minimize",
         action="store_true",
         help="shrink each failing log to a minimal one, written beside --report",
+    )
+    verify.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail (exit 1) a log with a finding: its last turn closed with a tool "
+        "call unanswered (a history no provider accepts)",
+    )
+    verify.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_VERIFY_TIMEOUT,
+        metavar="SECONDS",
+        help="report a log whose check takes longer as timeout, naming its worker, and go "
+        f"on (default {DEFAULT_VERIFY_TIMEOUT:g}; 0: no limit)",
     )
     verify.set_defaults(run=_run_verify)
 

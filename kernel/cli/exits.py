@@ -14,11 +14,12 @@
      and none is invalid or unreadable
 4    internal error: anything raised that is neither a `KernelError` nor an
      `OSError` (a bug, not a verdict on the log); one line on stderr, never a
-     traceback. `verify` gives the log status `error` and carries on
+     traceback. `verify` gives the log status `error` and carries on; a log
+     with no verdict within `--timeout` seconds (status `timeout`) gives 4 too
 130  interrupted (Ctrl-C)
 
-For `verify` the worst status found decides: error (4), then invalid (1), then
-unreadable (2), then unsupported (3).
+For `verify` the worst status found decides: error or timeout (4), then invalid
+(1), then unreadable (2), then unsupported (3).
 """
 
 from __future__ import annotations
@@ -45,6 +46,6 @@ exit status:
        verify: a --report that cannot be written, an unreachable scheduler
   3    a log uses a format this reader does not support (and none is invalid
        or unreadable)
-  4    internal error (a bug, not a verdict on the log)
+  4    internal error (a bug, not a verdict on the log); verify: a log timed out
   130  interrupted
 """

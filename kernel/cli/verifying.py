@@ -6,8 +6,10 @@ SQLite database) on an executor — here, a process pool (`--jobs`) or Dask
 `--minimize` shrinks each failing log. A log's status is
 the worst thing found: `invalid` (corrupt, inadmissible, or a failed check),
 `unsupported`, `error` (the kernel raised something other than a KernelError),
-else `torn` (a torn tail, tolerated and removed by repair), `repairable` (an
-interrupted final turn that the closers repair cleanly), or `ok`.
+`timeout` (no verdict within `--timeout` seconds), else `torn` (a torn tail,
+tolerated and removed by repair), `repairable` (an interrupted final turn that
+the closers repair cleanly), or `ok`. Findings (a closed last turn with a tool
+call unanswered) leave a log passing, unless `--strict`.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from rich.table import Table
 from rich.text import Text
 
 from kernel import corpus
-from kernel.cli import exits
+from kernel.cli import DEFAULT_VERIFY_TIMEOUT, exits
 from kernel.cli.output import (
     error_line,
     print_json,
+    printable,
     printable_doc,
     stderr_console,
     stdout_console,
@@ -57,8 +60,20 @@ __all__ = (
     "run_verify",
 )
 
-STATUSES: Final = ("ok", "repairable", "torn", "invalid", "unreadable", "unsupported", "error")
+STATUSES: Final = (
+    "ok",
+    "repairable",
+    "torn",
+    "invalid",
+    "unreadable",
+    "unsupported",
+    "error",
+    "timeout",
+)
 """Every status a log can get, in the order the summary lists them (see `exit_status`)."""
+
+_LISTED_WHEN_FOUND: Final = frozenset({"timeout"})
+"""Statuses the summary counts only when a log has them (a run without keeps its shape)."""
 
 _PASSING: Final = frozenset({"ok", "repairable", "torn"})
 
@@ -95,15 +110,22 @@ def verify_file(path: str, kind: str, now: int) -> list[dict[str, Any]]:
 
 
 def summarize(results: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """How many logs got each status (every status present, zeros included)."""
+    """How many logs got each status (zeros included, but `timeout` only when found)."""
     counts = Counter(result["status"] for result in results)
-    return {"logs": len(results), **{status: counts[status] for status in STATUSES}}
+    return {
+        "logs": len(results),
+        **{
+            status: counts[status]
+            for status in STATUSES
+            if counts[status] or status not in _LISTED_WHEN_FOUND
+        },
+    }
 
 
 def exit_status(summary: dict[str, int]) -> int:
     """The exit status of a verify run (see `kernel.cli.exits`): the worst status found,
-    `error` before `invalid` before `unreadable` before `unsupported`."""
-    if summary["error"]:
+    `error` or `timeout` before `invalid` before `unreadable` before `unsupported`."""
+    if summary["error"] or summary.get("timeout"):
         return exits.INTERNAL
     if summary["invalid"]:
         return exits.INVALID
@@ -121,15 +143,38 @@ def _pool(workers: int) -> Executor:
 
 
 def choose_executor(
-    tasks: int, *, jobs: int, scheduler: str | None = None, dask_local: bool = False
+    tasks: int,
+    *,
+    jobs: int,
+    scheduler: str | None = None,
+    dask_local: bool = False,
+    log_timeout: float | None = None,
 ) -> corpus.Executor:
-    """The executor of a run: Dask when asked, else a process pool for `jobs > 1`, else here."""
+    """The executor of a run: Dask when asked, else a process pool for `jobs > 1`, else here.
+
+    `log_timeout` (seconds, None for no limit) bounds each log's wait for its verdict.
+    """
     if scheduler is not None or dask_local:
         workers = jobs if jobs > 1 else os.cpu_count() or 1
-        return corpus.Dask(address=scheduler, workers=workers)
+        return corpus.Dask(address=scheduler, workers=workers, log_timeout=log_timeout)
     if jobs == 1 or tasks < 2:
-        return corpus.InProcess()
-    return corpus.ProcessPool(jobs, pool=_pool)
+        return corpus.InProcess(log_timeout=log_timeout)
+    return corpus.ProcessPool(jobs, pool=_pool, log_timeout=log_timeout)
+
+
+def _name(path: str, kind: str | None, session: str | None) -> str:
+    """A log as the table names it: a directory with a trailing separator, a session in [ ]."""
+    if kind == DIRECTORY:
+        return f"{path}{os.sep}"
+    if kind == "sqlite" and session is not None:
+        return f"{path} [{session}]"
+    return path
+
+
+def _timeout_line(result: corpus.CorpusResult) -> str:
+    """The line that names a log with no verdict in time, and the worker it waited on."""
+    name = _name(result.path, result.format, result.session)
+    return f"session-kernel: {printable(name)}: timeout: {printable(result.message or '')}"
 
 
 def _verify_all(
@@ -140,32 +185,56 @@ def _verify_all(
     jobs: int,
     scheduler: str | None,
     dask_local: bool,
+    strict: bool = False,
+    log_timeout: float | None = None,
 ) -> list[corpus.CorpusResult]:
     tasks, results = corpus.plan_tasks(files)
-    executor = choose_executor(len(tasks), jobs=jobs, scheduler=scheduler, dask_local=dask_local)
+    executor = choose_executor(
+        len(tasks),
+        jobs=jobs,
+        scheduler=scheduler,
+        dask_local=dask_local,
+        log_timeout=log_timeout,
+    )
     bar = None if progress is None else progress.add_task("verifying", total=len(tasks))
-    check = functools.partial(corpus.check_task, now=now)
+    check = functools.partial(corpus.check_task, now=now, strict=strict)
+    late = 0
     for _, found in executor.run(tasks, check):
         results.extend(found)
+        for result in found:
+            if result.status != "timeout":
+                continue
+            late += 1
+            if progress is None:
+                sys.stderr.write(_timeout_line(result) + "\n")
+                sys.stderr.flush()
+            else:
+                progress.console.print(Text(_timeout_line(result)), soft_wrap=True)
         if progress is not None and bar is not None:
-            progress.advance(bar)
+            description = f"verifying ({late} timed out)" if late else "verifying"
+            progress.update(bar, advance=1, description=description)
     return results
+
+
+def _described(problems: Sequence[dict[str, Any]]) -> str:
+    first = problems[0]
+    where = f"seq {first['seq']}: " if first.get("seq") is not None else ""
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{first['check']}: {where}{first['message']}{more}"
 
 
 def _reason(result: dict[str, Any]) -> Text:
     status = result["status"]
     if result["problems"]:
-        problems = result["problems"]
-        first = problems[0]
-        where = f"seq {first['seq']}: " if first.get("seq") is not None else ""
-        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        return text(f"{first['check']}: {where}{first['message']}{more}")
+        return text(_described(result["problems"]))
     parts: list[str] = []
     tail = result["tail"] or {}
     if tail.get("torn"):
         parts.append(f"torn tail: {tail.get('reason')}")
     if result["closers"]:
         parts.append(f"interrupted final turn: {len(result['closers'])} closer(s)")
+    if result.get("findings"):
+        parts.append(f"finding: {_described(result['findings'])}")
     return text("; ".join(parts) if parts else status)
 
 
@@ -177,6 +246,7 @@ _STYLE: Final = {
     "unreadable": "bold yellow",
     "unsupported": "magenta",
     "error": "bold red",
+    "timeout": "bold magenta",
 }
 
 _MEANING: Final = {
@@ -187,6 +257,7 @@ _MEANING: Final = {
     "unreadable": "could not be read: missing, no permission, not a regular file",
     "unsupported": "a format this reader does not support",
     "error": "internal error (kernel bug)",
+    "timeout": "no verdict within --timeout seconds; the worker is named",
 }
 
 
@@ -202,32 +273,32 @@ def render(results: Sequence[dict[str, Any]], summary: dict[str, int]) -> Group:
             title,
             ("status", "logs", "meaning"),
             [
-                [text(status, _STYLE[status]), summary[status], _MEANING[status]]
+                [text(status, _STYLE[status]), summary.get(status, 0), _MEANING[status]]
                 for status in STATUSES
-                if summary[status] or status in ("ok", "invalid")
+                if summary.get(status) or status in ("ok", "invalid")
             ],
         )
     ]
     rows: list[list[Any]] = []
     shown: Counter[str] = Counter()
+    noted = 0
     for result in results:
         status = result["status"]
-        if status == "ok":
+        noted += bool(result.get("findings"))
+        if status == "ok" and not result.get("findings"):
             continue
         shown[status] += 1
         if status in _PASSING and shown[status] > _DETAIL_ROWS:
             continue
-        name = result["path"]
-        if result["format"] == DIRECTORY:
-            name = f"{name}{os.sep}"
-        elif result["format"] == "sqlite" and result["session"] is not None:
-            name = f"{name} [{result['session']}]"
+        name = _name(result["path"], result["format"], result["session"])
         rows.append([text(status, _STYLE[status]), name, _reason(result)])
     if rows:
         parts.append(table("Logs needing attention", ("status", "log", "why"), rows))
     hidden = {s: n - _DETAIL_ROWS for s, n in shown.items() if s in _PASSING and n > _DETAIL_ROWS}
     for status, count in sorted(hidden.items()):
         parts.append(Text(f"… and {count} more {status} log(s); --json lists them all", "dim"))
+    if noted:
+        parts.append(Text(f"{noted} passing log(s) with findings; --strict fails them", "dim"))
     return Group(*parts)
 
 
@@ -335,6 +406,8 @@ def run_verify(
     dask_local: bool = False,
     report: str | None = None,
     minimize: bool = False,
+    strict: bool = False,
+    timeout: float | None = DEFAULT_VERIFY_TIMEOUT,
 ) -> int:
     """Verify every log under `paths`; print the report; return the exit status.
 
@@ -342,7 +415,10 @@ def run_verify(
     `sources.discover`); paths named in `paths` are always taken. `scheduler`
     (a Dask address) or `dask_local` run the checks on Dask; `report` also
     writes the table of `kernel.corpus.report`, and `minimize` one minimal
-    counterexample per failing log in `minimized_folder(report)`.
+    counterexample per failing log in `minimized_folder(report)`. `strict`
+    fails a log on a finding; `timeout` (seconds, None for no limit) is how
+    long a log may take before it is reported `timeout` (one line on stderr
+    names it and its worker).
     """
     if minimize and report is None:
         error_line("--minimize writes beside the report: give --report FILE")
@@ -363,6 +439,8 @@ def run_verify(
             dask_local=dask_local,
             report=report,
             minimize=minimize,
+            strict=strict,
+            timeout=timeout,
         )
     except (corpus.ClusterUnavailable, corpus.ReportUnavailable) as exc:
         error_line(str(exc))
@@ -381,6 +459,8 @@ def _run(
     dask_local: bool,
     report: str | None,
     minimize: bool,
+    strict: bool,
+    timeout: float | None,
 ) -> int:
     found = discover(paths, exclude=exclude, hidden=hidden)
     if not found.logs and not found.unreadable:
@@ -388,7 +468,13 @@ def _run(
     files = list(found.logs)
     err: Console = stderr_console()
     show_progress = not as_json and sys.stderr.isatty() and len(files) >= PROGRESS_THRESHOLD
-    options: dict[str, Any] = {"jobs": jobs, "scheduler": scheduler, "dask_local": dask_local}
+    options: dict[str, Any] = {
+        "jobs": jobs,
+        "scheduler": scheduler,
+        "dask_local": dask_local,
+        "strict": strict,
+        "log_timeout": timeout,
+    }
     if show_progress:
         columns = (
             TextColumn("{task.description}"),

@@ -2,22 +2,32 @@
 
 An I/O shell like `kernel.store`: it reads logs (never writes one), and every
 verdict comes from the pure kernel. `verify_corpus` yields one `CorpusResult`
-per log as checks complete; `write_report` writes them as a Parquet or CSV
-table; `minimize_log` shrinks a failing log to a 1-minimal counterexample.
+per log as checks complete (an executor's `log_timeout` bounds each log's
+wait); `write_report` writes them as a Parquet or CSV table;
+`minimize_log` shrinks a failing log to a 1-minimal counterexample.
 Dask and pyarrow are optional extras, imported only when used.
 """
 
 from __future__ import annotations
 
 from kernel.corpus.check import (
+    UNANSWERED_CALL,
     CorpusResult,
     Task,
     check_bytes,
     check_task,
     plan_tasks,
     problem_rule,
+    unanswered_call_findings,
 )
-from kernel.corpus.executors import ClusterUnavailable, Dask, Executor, InProcess, ProcessPool
+from kernel.corpus.executors import (
+    Bounded,
+    ClusterUnavailable,
+    Dask,
+    Executor,
+    InProcess,
+    ProcessPool,
+)
 from kernel.corpus.minimize import (
     Minimized,
     ddmin,
@@ -34,6 +44,8 @@ from kernel.corpus.report import (
     ReportUnavailable,
     report_format,
     report_row,
+    report_text,
+    text_from_report,
     write_report,
 )
 from kernel.corpus.verify import verify_corpus, verify_tasks
@@ -45,10 +57,13 @@ __all__ = (
     "check_task",
     "plan_tasks",
     "problem_rule",
+    "unanswered_call_findings",
+    "UNANSWERED_CALL",
     "Executor",
     "InProcess",
     "ProcessPool",
     "Dask",
+    "Bounded",
     "ClusterUnavailable",
     "verify_corpus",
     "verify_tasks",
@@ -59,6 +74,8 @@ __all__ = (
     "ReportUnavailable",
     "report_format",
     "report_row",
+    "report_text",
+    "text_from_report",
     "write_report",
     "Minimized",
     "failure_keys",

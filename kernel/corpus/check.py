@@ -4,7 +4,9 @@
 its bytes: pure apart from the timing column. `check_task` is its I/O shell for
 one unit of work (a file, or one session of a SQLite database), run by every
 executor; it never raises for a bad or unreadable log, so a worker always
-returns one record per log it was given.
+returns one record per log it was given. A verdict holds problems (the log
+fails) and findings (it passes, but something in it is worth knowing; strict
+verification fails them too).
 """
 
 from __future__ import annotations
@@ -30,15 +32,21 @@ from kernel.cli.sources import (
 )
 from kernel.durable import load_jsonl
 from kernel.errors import KernelError, UnsupportedFormat
+from kernel.events import ASSISTANT_MESSAGE, TURN_END, Event
 from kernel.frames import load_jsonl_zstd
+from kernel.messages import project_message
+from kernel.pairing import tool_pairing_cuts
 from kernel.store.collector import paused_collector
 
 __all__ = (
     "CorpusResult",
     "Task",
+    "UNANSWERED_CALL",
     "verify_opened",
+    "unanswered_call_findings",
     "failure_entry",
     "unreadable_entry",
+    "timeout_entry",
     "problem_rule",
     "result_of",
     "check_opened",
@@ -48,6 +56,10 @@ __all__ = (
 )
 
 _CLASS_PREFIX: Final = re.compile(r"^([A-Z][A-Za-z0-9]*): ")
+
+UNANSWERED_CALL: Final = "unanswered-call"
+"""The rule id of a tool call no result answers: before the next assistant message (a
+pairing problem), or when the log ends (a finding of `unanswered_call_findings`)."""
 
 
 @attrs.frozen
@@ -67,8 +79,10 @@ class Task:
 class CorpusResult:
     """The verdict on one log: one row of the report (schema: docs/cli.md, "The report").
 
-    `rules` holds the rule id of every problem found (`problem_rule`), in
-    order, without repeats; `first_seq` the smallest seq a problem names;
+    `rules` holds the rule id of every problem, then of every finding
+    (`problem_rule`), in order, without repeats; `first_seq` the smallest
+    seq a problem or finding names; `check` the first failing check;
+    `message` the first problem in words (else the first finding);
     `torn_bytes` the bytes after the committed region of a JSONL log (None for
     SQLite); `closers` how many events repair appends (None when the log did
     not load). `load_seconds` is the only timing field and takes no part in
@@ -92,9 +106,16 @@ class CorpusResult:
     detail: Mapping[str, Any] = attrs.field(factory=dict, hash=False, repr=False)
 
 
-def verify_opened(opened: Opened) -> dict[str, Any]:
-    """The `verify --json` entry of one loaded session: status, facts, every problem found."""
+def verify_opened(opened: Opened, *, strict: bool = False) -> dict[str, Any]:
+    """The `verify --json` entry of one loaded session: status, facts, problems and findings.
+
+    With `strict`, a finding is a problem too: it is listed with the problems
+    (after them) and the log is `invalid`.
+    """
     problems = analysis.repaired_log_problems(opened.stored, opened.closers, opened.header)
+    findings = unanswered_call_findings((*opened.stored, *opened.closers))
+    if strict:
+        problems, findings = [*problems, *findings], []
     if problems:
         status = "invalid"
     elif opened.torn:
@@ -112,7 +133,77 @@ def verify_opened(opened: Opened) -> dict[str, Any]:
         "closers": analysis.closers(opened.closers),
         "tail": opened.tail,
         "problems": problems,
+        "findings": findings,
     }
+
+
+def _member(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else None
+
+
+def _blocks(message: Any, kind: str) -> list[Any]:
+    content = _member(message, "content")
+    if not isinstance(content, Sequence) or isinstance(content, str):
+        return []
+    return [block for block in content if _member(block, "type") == kind]
+
+
+def unanswered_call_findings(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """The tool calls a log ends with unanswered, as one `unanswered-call` finding (or none).
+
+    `events` is the repaired log (stored events, then their closers). A turn
+    may end before its calls are answered, so such a log is well formed; but
+    no provider accepts its history (`export` refuses it, `ToolPairingError`).
+    The tool-pairing fold says whether the surface ends balanced; when it does
+    not, the finding names the last assistant message on the surface (its
+    seq) and those of its calls no later result answers. Calls left open
+    before a later assistant message are a pairing problem instead, and a
+    surface the fold refuses is reported by the pairing check: neither is a
+    finding.
+    """
+    try:
+        cuts = tool_pairing_cuts(events)
+    except KernelError:
+        return []
+    if not cuts or cuts[-1].after:
+        return []
+    nodes = [cut.seq for cut in cuts]
+    last = next(
+        (at for at in reversed(range(len(nodes))) if _is_assistant(events, nodes[at])), None
+    )
+    if last is None:
+        return []
+    try:
+        calls = [
+            _member(b, "id") for b in _blocks(project_message(events[nodes[last]]), "tool-call")
+        ]
+        answered = {
+            _member(block, "toolCallId")
+            for seq in nodes[last + 1 :]
+            for block in _blocks(project_message(events[seq]), "tool-result")
+        }
+    except KernelError:
+        return []
+    unanswered = [call for call in calls if call not in answered]
+    if not unanswered:
+        return []
+    seq = nodes[last]
+    end = next((e.seq for e in events[seq + 1 :] if e.type == TURN_END), None)
+    ended = f"the turn ended at seq {end}" if end is not None else "the log ends"
+    ids = ", ".join(str(call) for call in unanswered)
+    return [
+        {
+            "check": "pairing",
+            "seq": seq,
+            "rule": UNANSWERED_CALL,
+            "message": f"tool call(s) {ids} never answered: {ended} without a result "
+            "(no provider accepts this history)",
+        }
+    ]
+
+
+def _is_assistant(events: Sequence[Event], seq: int) -> bool:
+    return events[seq].type == ASSISTANT_MESSAGE
 
 
 def _entry(
@@ -127,6 +218,7 @@ def _entry(
         "closers": [],
         "tail": None,
         "problems": [{"check": check, "message": message}],
+        "findings": [],
     }
 
 
@@ -150,6 +242,19 @@ def unreadable_entry(item: Unreadable) -> dict[str, Any]:
     return _entry(item.path, item.format, None, "unreadable", "read", item.reason)
 
 
+def timeout_entry(
+    path: str, kind: str | None, session: str | None, *, seconds: float, worker: str, why: str
+) -> dict[str, Any]:
+    """The entry of a log with no verdict in time: status and check `timeout`.
+
+    `worker` names where the check ran (or was sent), `why` what happened there.
+    """
+    entry = _entry(path, kind, session, "timeout", "timeout", f"{why} (worker {worker})")
+    entry["problems"][0]["worker"] = worker
+    entry["problems"][0]["seconds"] = seconds
+    return entry
+
+
 def problem_rule(problem: Mapping[str, Any]) -> str:
     """The rule id of one problem: its invariant rule, else a stable label.
 
@@ -166,7 +271,7 @@ def problem_rule(problem: Mapping[str, Any]) -> str:
     if match is not None:
         return match.group(1)
     if "not answered before" in message:
-        return "unanswered-call"
+        return UNANSWERED_CALL
     if "answers no waiting call" in message:
         return "orphan-result"
     if "still needs" in message:
@@ -184,8 +289,10 @@ def _size(path: str) -> int | None:
 def result_of(entry: Mapping[str, Any], *, size: int | None, seconds: float) -> CorpusResult:
     """The report row of one `verify --json` entry."""
     problems: Sequence[Mapping[str, Any]] = entry["problems"]
-    rules = tuple(dict.fromkeys(problem_rule(p) for p in problems))
-    seqs = [p["seq"] for p in problems if isinstance(p.get("seq"), int)]
+    findings: Sequence[Mapping[str, Any]] = entry.get("findings", ())
+    noted = (*problems, *findings)
+    rules = tuple(dict.fromkeys(problem_rule(p) for p in noted))
+    seqs = [p["seq"] for p in noted if isinstance(p.get("seq"), int)]
     tail = entry["tail"]
     torn_bytes: int | None = None
     torn_records: int | None = None
@@ -207,40 +314,45 @@ def result_of(entry: Mapping[str, Any], *, size: int | None, seconds: float) -> 
         torn_bytes=torn_bytes,
         torn_records=torn_records,
         closers=len(entry["closers"]) if loaded else None,
-        message=str(problems[0]["message"]) if problems else None,
+        message=str(noted[0]["message"]) if noted else None,
         load_seconds=seconds,
         detail=entry,
     )
 
 
-def check_opened(opened: Opened, *, size: int | None, seconds: float = 0.0) -> CorpusResult:
+def check_opened(
+    opened: Opened, *, size: int | None, seconds: float = 0.0, strict: bool = False
+) -> CorpusResult:
     """The report row of one loaded session."""
-    return result_of(verify_opened(opened), size=size, seconds=seconds)
+    return result_of(verify_opened(opened, strict=strict), size=size, seconds=seconds)
 
 
-def check_bytes(data: bytes, *, path: str, kind: str, now: int) -> CorpusResult:
+def check_bytes(
+    data: bytes, *, path: str, kind: str, now: int, strict: bool = False
+) -> CorpusResult:
     """Verify one JSONL (`kind` "jsonl") or Zstandard JSONL ("jsonl.zstd") log from its bytes.
 
-    Writes nothing and reads no file; `now` is the time the closers carry.
-    `load_seconds` is the time taken.
+    Writes nothing and reads no file; `now` is the time the closers carry;
+    `strict` fails findings too. `load_seconds` is the time taken.
     """
     start = time.perf_counter()
     try:
         load = load_jsonl_zstd if kind == ZSTD else load_jsonl
         with paused_collector():
             loaded = load(data, session_id=None, now=now)
-        entry = verify_opened(opened_from_loaded(path, kind, loaded, data))
+        entry = verify_opened(opened_from_loaded(path, kind, loaded, data), strict=strict)
     except Exception as exc:  # a verdict on this log, never an escape
         entry = failure_entry(path, kind, None, exc)
     return result_of(entry, size=len(data), seconds=time.perf_counter() - start)
 
 
-def check_task(task: Task, now: int) -> tuple[CorpusResult, ...]:
+def check_task(task: Task, now: int, *, strict: bool = False) -> tuple[CorpusResult, ...]:
     """Verify one unit of work; never raises for a bad or unreadable log.
 
     A top-level function of plain values, so a process pool or a Dask worker
     can run it. A SQLite task without a session verifies every session of the
     database (or reports the file when its sessions cannot be listed).
+    `strict` fails findings too.
     """
     if task.kind == SQLITE and task.session is None:
         try:
@@ -250,11 +362,14 @@ def check_task(task: Task, now: int) -> tuple[CorpusResult, ...]:
                 result_of(failure_entry(task.path, task.kind, None, exc), size=None, seconds=0),
             )
         return tuple(
-            r for sid in sessions for r in check_task(Task(task.path, task.kind, sid), now)
+            r
+            for sid in sessions
+            for r in check_task(Task(task.path, task.kind, sid), now, strict=strict)
         )
     start = time.perf_counter()
     try:
-        entry = verify_opened(open_log(task.path, task.kind, session=task.session, now=now))
+        opened = open_log(task.path, task.kind, session=task.session, now=now)
+        entry = verify_opened(opened, strict=strict)
     except Exception as exc:  # a verdict on this log; the others are still verified
         entry = failure_entry(task.path, task.kind, task.session, exc)
     seconds = time.perf_counter() - start

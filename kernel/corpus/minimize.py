@@ -2,7 +2,8 @@
 
 A failure is named by its key: the check that failed and the problem's rule
 id (`problem_rule`). A candidate log still fails when it loads, and its
-verdict holds a problem with that key. Shrinking first finds the shortest
+verdict holds a problem or a finding with that key (a finding is what a
+strict run fails). Shrinking first finds the shortest
 failing prefix, then deletes events by delta debugging (ddmin) until no
 single event can go: the result is 1-minimal. Deleting events renumbers the
 rest (seqs must stay contiguous, admission R4) and remaps what cites a seq —
@@ -55,10 +56,13 @@ class Minimized:
     checks: int
 
 
+def _noted(detail: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    return (*detail["problems"], *detail.get("findings", ()))
+
+
 def failure_keys(detail: Mapping[str, Any]) -> tuple[FailureKey, ...]:
-    """The `(check, rule)` key of every problem of a `verify --json` entry, in order."""
-    problems: Sequence[Mapping[str, Any]] = detail["problems"]
-    return tuple((str(p["check"]), problem_rule(p)) for p in problems)
+    """The `(check, rule)` key of every problem, then every finding, of a `verify --json` entry."""
+    return tuple((str(p["check"]), problem_rule(p)) for p in _noted(detail))
 
 
 def renumbered(events: Sequence[Event], keep: Sequence[int]) -> tuple[Event, ...] | None:
@@ -193,7 +197,8 @@ def minimize_log(
 ) -> Minimized | None:
     """Load one stored log and shrink it; None when it does not fail past loading.
 
-    `key` defaults to the first problem found. Reads the log; writes nothing.
+    `key` defaults to the first problem found (else the first finding). Reads
+    the log; writes nothing.
     """
     opened = open_log(path, kind, session=session, now=now)
     data = write_jsonl(opened.header, opened.stored)
@@ -204,7 +209,7 @@ def minimize_log(
     target = key or keys[0]
     if target not in keys:
         return None
-    seqs = [p.get("seq") for p in result.detail["problems"]]
+    seqs = [p.get("seq") for p in _noted(result.detail)]
     first = next(
         (s for s, k in zip(seqs, keys, strict=True) if k == target and isinstance(s, int)), None
     )

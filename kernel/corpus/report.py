@@ -4,14 +4,17 @@ The schema is versioned (`REPORT_VERSION`, stored in the Parquet metadata
 under `session-kernel.report.version`): a column is only ever added at the
 end, and a change of meaning or type bumps the version. `pyarrow` is imported
 when a report is written, never by `import kernel`. A report is written to a
-temporary file beside its target and renamed into place, so a failed run
-leaves no half-written report.
+temporary file beside its target (with the mode the umask gives a new file)
+and renamed into place, so a failed run leaves no half-written report. Text
+cells are UTF-8; a file name that is not keeps its bytes (`report_text`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import re
+import secrets
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -25,6 +28,8 @@ __all__ = (
     "TIMING_COLUMNS",
     "REPORT_FORMATS",
     "report_format",
+    "report_text",
+    "text_from_report",
     "report_row",
     "write_report",
     "ReportUnavailable",
@@ -65,6 +70,11 @@ REPORT_FORMATS: Final = {".parquet": "parquet", ".csv": "csv"}
 
 _BATCH_ROWS: Final = 65536
 
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_ESCAPE_LIKE: Final = re.compile(r"\\ud[89a-f][0-9a-f]{2}")
+"""What marks an escaped cell: the escape of a lone surrogate, `\\udcff`."""
+_TOKEN: Final = re.compile(r"\\\\|\\u(d[89a-f][0-9a-f]{2})")
+
 
 class ReportUnavailable(Exception):
     """A report was asked for, but `pyarrow` is not installed or the name has no known suffix."""
@@ -78,22 +88,68 @@ def report_format(path: str | Path) -> str:
     return REPORT_FORMATS[suffix]
 
 
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return "\\\\" if char == "\\" else f"\\u{ord(char):04x}"
+
+
+def report_text(value: str) -> str:
+    """`value` as a report cell: unchanged, unless it holds a lone surrogate.
+
+    A file name that is not UTF-8 holds one per undecodable byte (Python's
+    `surrogateescape`), and so may log text; UTF-8 cannot. Such a value is
+    written as `--json` writes it: each surrogate as its escape (`\\udcff`
+    for the byte 0xff) and each backslash doubled. A value that merely looks
+    escaped (it holds the text `\\udcff`) is written the same way, so
+    `text_from_report` can always tell the two apart.
+
+    >>> report_text("logs/caf\\udce9.jsonl"), report_text("C:\\\\logs\\\\a.jsonl")
+    ('logs/caf\\\\udce9.jsonl', 'C:\\\\logs\\\\a.jsonl')
+    """
+    if _SURROGATE.search(value) is None and _ESCAPE_LIKE.search(value) is None:
+        return value
+    return re.sub(r"[\\\ud800-\udfff]", _escape, value)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return "\\" if code is None else chr(int(code, 16))
+
+
+def text_from_report(cell: str) -> str:
+    """The value a report cell was written from (`report_text` undone).
+
+    For a path, `os.fsencode` of the result gives the file name's bytes.
+
+    >>> import os
+    >>> os.fsencode(text_from_report("logs/caf\\\\udce9.jsonl"))
+    b'logs/caf\\xe9.jsonl'
+    """
+    if _ESCAPE_LIKE.search(cell) is None:
+        return cell
+    return _TOKEN.sub(_unescape, cell)
+
+
+def _cell(value: str | None) -> str | None:
+    return None if value is None else report_text(value)
+
+
 def report_row(result: CorpusResult) -> dict[str, Any]:
-    """One record as a report row: `rules` joined by commas, nothing else changed."""
+    """One record as a report row: `rules` joined by commas, text cells in `report_text`."""
     return {
-        "path": result.path,
-        "session": result.session,
-        "format": result.format,
-        "status": result.status,
+        "path": report_text(result.path),
+        "session": _cell(result.session),
+        "format": _cell(result.format),
+        "status": report_text(result.status),
         "events": result.events,
         "bytes": result.bytes,
-        "check": result.check,
-        "rules": ",".join(result.rules) if result.rules else None,
+        "check": _cell(result.check),
+        "rules": report_text(",".join(result.rules)) if result.rules else None,
         "first_seq": result.first_seq,
         "torn_bytes": result.torn_bytes,
         "torn_records": result.torn_records,
         "closers": result.closers,
-        "message": result.message,
+        "message": _cell(result.message),
         "load_seconds": result.load_seconds,
     }
 
@@ -143,10 +199,9 @@ def write_report(results: Iterable[CorpusResult], path: str | Path) -> int:
     schema = _schema(pa)
     target = Path(path)
     try:
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+        temp = _new_file(target)
     except OSError as exc:  # name the report, not the temporary file
         raise type(exc)(exc.errno, exc.strerror, str(target)) from None
-    os.close(fd)
     rows = 0
     try:
         writer: Any = (
@@ -169,3 +224,19 @@ def write_report(results: Iterable[CorpusResult], path: str | Path) -> int:
         Path(temp).unlink(missing_ok=True)
         raise
     return rows
+
+
+def _new_file(target: Path) -> str:
+    """Create an empty temporary file beside `target`, as `open` would: mode 0o666 less the umask.
+
+    (`tempfile.mkstemp` would make it owner-only whatever the umask.)
+    """
+    for _ in range(100):
+        temp = str(target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return temp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(target))

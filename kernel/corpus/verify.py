@@ -20,12 +20,15 @@ __all__ = ("verify_corpus", "verify_tasks")
 
 
 def verify_tasks(
-    files: Sequence[tuple[str, str]], *, executor: Executor, now: int
+    files: Sequence[tuple[str, str]], *, executor: Executor, now: int, strict: bool = False
 ) -> Iterator[CorpusResult]:
-    """Check `(path, kind)` files on `executor`, yielding one record per log as it completes."""
+    """Check `(path, kind)` files on `executor`, yielding one record per log as it completes.
+
+    `strict` fails a log on a finding too (`check_task`).
+    """
     tasks, failed = plan_tasks(files)
     yield from failed
-    check = functools.partial(check_task, now=now)
+    check = functools.partial(check_task, now=now, strict=strict)
     for _, results in executor.run(tasks, check):
         yield from results
 
@@ -37,14 +40,17 @@ def verify_corpus(
     now: int | None = None,
     exclude: Sequence[str] = (),
     hidden: bool = False,
+    strict: bool = False,
 ) -> Iterator[CorpusResult]:
     """Verify every log under `paths`, yielding one `CorpusResult` per log as it completes.
 
     Directories are searched as `session-kernel verify` searches them
     (`exclude`, `hidden`); a path that cannot be read yields an `unreadable`
-    record. `executor` defaults to `InProcess()`; `now` (milliseconds, the
-    time closers carry) defaults to the clock. Each log is yielded exactly
-    once, in completion order: sort by `(path, session)` for a stable report.
+    record. `executor` defaults to `InProcess()` (give it a `log_timeout` to
+    bound each log's wait); `now` (milliseconds, the time closers carry)
+    defaults to the clock; `strict` fails a log on a finding too. Each log is
+    yielded exactly once, in completion order: sort by `(path, session)` for a
+    stable report.
 
     >>> from kernel.corpus import ProcessPool
     >>> rows = verify_corpus(["examples"], executor=ProcessPool(2))  # doctest: +SKIP
@@ -53,4 +59,4 @@ def verify_corpus(
     found = discover(paths, exclude=exclude, hidden=hidden)
     for item in found.unreadable:
         yield result_of(unreadable_entry(item), size=None, seconds=0.0)
-    yield from verify_tasks(found.logs, executor=executor or InProcess(), now=when)
+    yield from verify_tasks(found.logs, executor=executor or InProcess(), now=when, strict=strict)
