@@ -621,3 +621,46 @@ def test_the_server_ends_quietly_when_the_client_stops_reading() -> None:
     assert process.wait(timeout=60) == 0
     assert process.stderr.read() == b""
     process.stderr.close()
+
+
+@pytest.mark.parametrize("levels", [300, 1_500])
+def test_a_replay_with_deeply_nested_tool_arguments_is_served(
+    tmp_path: Path, levels: int, quiet: None
+) -> None:
+    from kernel import APPEND, SessionLog, write_jsonl
+    from kernel.json import json_equal
+    from kernel.jsontext import encode_json, parse_json
+
+    deep: Any = "bottom"
+    for _ in range(levels):
+        deep = {"a": deep}
+    header = {"version": 0, "id": "deep", "createdAt": 1, "cwd": "/p"}
+    source = {"kind": "model", "provider": "p", "model": "m"}
+    call = {"type": "tool-call", "id": "c1", "name": "t", "arguments": encode_json(deep)}
+    message = {"id": "a1", "role": "assistant", "content": [call], "source": source}
+    log = SessionLog.empty(header=header).append("turn/start", {"turn": 1}, time=1)
+    log = log.append("step/start", {"turn": 1, "step": 1}, time=2)
+    log = log.append(
+        "assistant/message", {"turn": 1, "step": 1, "message": message}, time=3, surface_op=APPEND
+    )
+    (tmp_path / "deep.jsonl").write_bytes(write_jsonl(header, log.events))
+    store = _store(tmp_path / "store", tmp_path / "deep.jsonl")
+    requests, answers_file = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
+    requests.write_bytes(_initialize(1) + b"\n" + _load(2, "deep") + b"\n")
+    input_fd = os.open(requests, os.O_RDONLY)
+    output_fd = os.open(answers_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        asyncio.run(serve(str(store.root), input_fd=input_fd, output_fd=output_fd))
+    finally:
+        os.close(input_fd)
+        os.close(output_fd)
+    lines = answers_file.read_bytes().splitlines()
+    answers = [parse_json(line) for line in lines]  # deeper than `json.loads` reads
+    assert not any(_code(a) for a in answers if "id" in a)
+    calls = [
+        a["params"]["update"]
+        for a in answers
+        if a.get("method") == "session/update"
+        and a["params"]["update"].get("sessionUpdate") == "tool_call"
+    ]
+    assert calls and json_equal(calls[0]["rawInput"], deep)  # iterative: no recursion limit

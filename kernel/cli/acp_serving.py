@@ -308,7 +308,7 @@ class ReplayAgent(Agent):
         with _protocol_errors(f"cannot load session {summary(session_id)}", self.store):
             header, events = self.store.balanced(session_id)
             notes = acp_updates(events, session_id=header.id)
-            return [serialize_params(SessionNotification.model_validate(n)) for n in notes]
+            return [_checked(n) for n in notes]
 
     async def load_session(
         self,
@@ -433,3 +433,27 @@ def run_acp_serve(
     finally:
         restore()
     return 0
+
+
+_RAW_FIELDS = ("rawInput", "rawOutput")
+
+
+def _checked(note: dict[str, Any]) -> dict[str, Any]:
+    """One `session/update` params checked against the ACP schema, however deep its values.
+
+    The SDK's models stop at about 255 levels of nesting, while a tool call's
+    arguments (`rawInput`) and result (`rawOutput`) may nest without limit. Such a
+    note is checked with those two values stubbed out, and sent with them as they
+    are: they are opaque JSON to the protocol.
+    """
+    try:
+        return serialize_params(SessionNotification.model_validate(note))
+    except (ValueError, RecursionError):
+        update = note.get("update")
+        if type(update) is not dict or not any(k in update for k in _RAW_FIELDS):
+            raise
+        raw = {k: update[k] for k in _RAW_FIELDS if k in update}
+        stubbed = {**note, "update": {**update, **{key: {} for key in raw}}}
+        checked = serialize_params(SessionNotification.model_validate(stubbed))
+        checked["update"].update(raw)
+        return checked

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import json
 import math
 import os
@@ -20,6 +21,9 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
+
+from kernel.errors import KernelError
+from kernel.jsontext import encode_json_bytes
 
 __all__ = (
     "PARSE_ERROR",
@@ -510,10 +514,17 @@ class LineTransport:
 
 
 def _encoded(message: dict[str, Any]) -> bytes:
-    """One message as ASCII JSON; an answer that cannot be encoded becomes an internal error."""
+    """One message as JSON; an answer that cannot be encoded becomes an internal error.
+
+    ASCII from the standard encoder; a message nested past its recursion limit (a
+    tool call's deep arguments) goes to the kernel's iterative writer, as UTF-8.
+    """
     try:
         return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError) as failure:
+        if isinstance(failure, RecursionError):
+            with contextlib.suppress(KernelError):
+                return encode_json_bytes(message)
         if "id" not in message:
             raise
         fallback = error_answer(
