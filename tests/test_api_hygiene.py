@@ -802,6 +802,11 @@ def test_load_jsonl_names_a_bad_known_types_argument() -> None:
     data = kernel.write_jsonl(HEADER, [Event("turn/start", 0, 1, {"turn": 1})])
     with pytest.raises(KernelError, match="known_types must be a collection"):
         kernel.load_jsonl(data, now=0, known_types=5)  # type: ignore[arg-type]
+    framed = kernel.write_jsonl_zstd(HEADER, [Event("turn/start", 0, 1, {"turn": 1})])
+    with pytest.raises(KernelError, match="known_types must be a collection"):
+        kernel.load_jsonl_zstd(framed, now=0, known_types=5)  # type: ignore[arg-type]
+    with pytest.raises(KernelError, match="max_decoded_bytes must be an int >= 0"):
+        kernel.load_jsonl_zstd(framed, now=0, max_decoded_bytes=-1)
 
 
 def test_a_full_database_is_a_store_error(tmp_path: Path) -> None:

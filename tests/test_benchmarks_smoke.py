@@ -92,3 +92,15 @@ def test_zstd_bomb_benchmark_refuses_both_bombs(capsys: pytest.CaptureFixture[st
     main(["--mib", "65", "--repeat", "1", "--ratio-events", "300"])
     out = capsys.readouterr().out
     assert "declare" in out and "decoding it passes the cap" in out and "realistic 300" in out
+
+
+@pytest.mark.slow
+def test_zstd_hostile_benchmark_scans_nested_frames_and_refuses_bombs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from zstd_hostile import main
+
+    main(["--nested-kb", "8", "--repeat", "1", "--bomb-mib", "1"])
+    out = capsys.readouterr().out
+    assert "torn=True" in out and "overlap one another" in out
+    assert out.count("LimitExceeded: ") == 2 and "failed" not in out

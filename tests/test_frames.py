@@ -1,12 +1,15 @@
 """Zstandard-framed JSONL (docs/format/persistence.md §8, §6.2): the structural frame scan, torn
 frames, corruption inside complete frames, round trips, crash cuts at or after the header frame, bit
-flips anywhere (damage followed by complete frames is corruption, never a torn tail), and the
-cap on decoded plaintext that stops a decompression bomb."""
+flips anywhere (damage followed by complete frames is corruption, never a torn tail), the search
+for such frames (linear in the file), and the cap on decoded plaintext that stops a decompression
+bomb before its plaintext is kept."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +26,7 @@ from kernel.durable import encode_records, header_line, load_jsonl, scan_jsonl, 
 from kernel.errors import CorruptLog, KernelError, LimitExceeded, UnsupportedFormat
 from kernel.events import APPEND, Event, SessionHeader
 from kernel.frames import (
+    MAX_DECODED_CEILING,
     MAX_DECODED_FLOOR,
     MAX_DECODED_RATIO,
     ZSTD_MAGIC,
@@ -30,6 +34,7 @@ from kernel.frames import (
     encode_zstd_frame,
     frame_end,
     load_jsonl_zstd,
+    scan_frames,
     scan_jsonl_zstd,
     write_jsonl_zstd,
 )
@@ -643,6 +648,155 @@ def test_p3_every_flipped_bit_before_the_last_turn_end_is_corrupt_or_harmless() 
     assert torn_flips > 0  # flips in the open last turn are torn tails, not errors
 
 
+# -- the search after a torn frame: each block header read about once --------------------------
+
+MAGIC = ZSTD_MAGIC.to_bytes(4, "little")
+RAW_6 = (6 << 3).to_bytes(3, "little")  # a raw block of 6 bytes, not the last
+
+
+def nested_torn_frames(units: int) -> bytes:
+    """The header frame, then `units` frame magics 9 bytes apart, each the start of a torn frame.
+
+    Each unit is a magic, a descriptor (no checksum), a 1 KiB window and a raw
+    block holding the next unit's first 6 bytes, so from every magic the block
+    headers chain on to the end of the file and no frame is complete.
+    """
+    return HEADER_FRAME + (MAGIC + b"\x00\x00" + RAW_6) * units
+
+
+class CountedBytes(bytes):
+    """Bytes that count how often the scan reads a byte or a slice of them."""
+
+    reads = 0
+
+    def __getitem__(self, key: Any) -> Any:
+        type(self).reads += 1
+        return super().__getitem__(key)
+
+
+def reads_to_scan(data: bytes) -> int:
+    CountedBytes.reads = 0
+    raw = scan_frames(CountedBytes(data))
+    assert raw is not None and raw.torn_frame_start == len(HEADER_FRAME)
+    return CountedBytes.reads
+
+
+def test_p8_the_search_after_a_torn_frame_reads_each_block_header_about_once() -> None:
+    """Nested frame magics: every one starts a frame whose blocks run to the end of the file.
+    Walking from each magic alone reads about n**2 / 2 block headers for n magics (a 125 KB
+    file took 24 s); walks that meet share what lies ahead, so four times the magics cost
+    about four times the reads."""
+    small, large = reads_to_scan(nested_torn_frames(1000)), reads_to_scan(nested_torn_frames(4000))
+    assert small >= 1000  # every magic is looked at
+    assert large < 6 * small, f"{small:,} reads for 1,000 magics, {large:,} for 4,000"
+
+
+def test_p8_nested_torn_frames_read_as_one_torn_tail() -> None:
+    data = nested_torn_frames(14_000)  # 126 KB: the audit's file
+    scan = scan_jsonl_zstd(data)
+    assert scan.events == () and scan.torn_frame is not None
+    assert scan.torn_frame.truncate_to == scan.committed_bytes == len(HEADER_FRAME)
+    assert scan.total_bytes == len(data) and scan.torn_frame.recovered == ()
+
+
+def nested_complete_frames(units: int) -> bytes:
+    """`units` complete frames that overlap and fail only their checksum, behind a torn frame.
+
+    The units announce a checksum; a last block and 4 checksum bytes close their
+    chain. The frame in front has a 128 KiB window: its first block lands on the
+    first unit's window byte, which with that unit's block header reads as a
+    1,536-byte raw block, so it steps over the units 1,539 bytes at a time and
+    runs past the end.
+    """
+    torn = MAGIC + b"\x00\x38" + (5 << 3).to_bytes(3, "little")
+    units_bytes = (MAGIC + b"\x04\x00" + RAW_6) * units
+    return HEADER_FRAME + torn + units_bytes + bytes(6) + (1).to_bytes(3, "little") + bytes(4)
+
+
+def test_p8_complete_frames_that_overlap_after_a_torn_frame_are_corrupt() -> None:
+    """Frames that read as complete are decoded one by one only while together they span no
+    more than the bytes after the torn frame: a committed frame that follows damage decodes
+    at the first try, and a crash leaves no complete frame behind it, let alone two that
+    overlap."""
+    data = nested_complete_frames(300)
+    start = len(HEADER_FRAME)
+    assert frame_end(data, start) is None
+    magics = [at for at in range(start + 1, len(data)) if data.startswith(MAGIC, at)]
+    assert all(frame_end(data, at) == len(data) for at in magics)
+    with pytest.raises(CorruptLog, match=f"frame at byte {start} .* overlap one another"):
+        scan_jsonl_zstd(data)
+
+
+def first_complete_frame_after(data: bytes, start: int) -> int | str | None:
+    """The rule, read from the magic at every offset after `start` in turn (n**2 / 2 reads)."""
+    room = len(data) - start
+    for at in range(start + 1, len(data)):
+        if not data.startswith(MAGIC, at):
+            continue
+        try:
+            end = frame_end(data, at)
+        except CorruptLog:
+            continue
+        if end is None:
+            continue
+        room -= end - at
+        if room < 0:
+            return "overlap"
+        decoder = zstandard.ZstdDecompressor().decompressobj()
+        try:
+            decoder.decompress(data[at:end])
+        except zstandard.ZstdError:
+            continue
+        if decoder.eof and not decoder.unused_data:
+            return at
+    return None
+
+
+BLOCK_PIECES = st.sampled_from(
+    [
+        MAGIC,
+        *(bytes([d]) for d in (0x00, 0x04, 0x20, 0x24, 0x60, 0xA4, 0x08)),  # descriptors
+        *(bytes([w]) for w in (0x00, 0x10, 0x38)),  # windows: 1, 4 and 128 KiB
+        *(
+            ((size << 3) | kind << 1 | last).to_bytes(3, "little")
+            for size in (0, 1, 2, 6, 9, 40, 2000)
+            for kind in (0, 1, 3)
+            for last in (0, 1)
+        ),
+        bytes(3),
+        bytes(4),
+        MAGIC + b"\x00\x00" + RAW_6,
+        encode_zstd_frame(T(0)),
+        encode_zstd_frame(T(0))[:-1],
+        flipped(encode_zstd_frame(T(0)), 12, 0),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(BLOCK_PIECES, max_size=60))
+def test_p8_the_search_after_a_torn_frame_agrees_with_trying_every_magic(
+    pieces: list[bytes],
+) -> None:
+    """The shared walks find the same first complete, decodable frame after a torn one as
+    trying every later magic on its own, and the same overlap."""
+    committed = HEADER_FRAME + encode_zstd_frame(T(0))
+    payload = b"".join(pieces)
+    torn = MAGIC + b"\x00\x38" + ((len(payload) + 1) << 3).to_bytes(3, "little")
+    data = committed + torn + payload  # a raw block running past the end: a torn frame
+    expected = first_complete_frame_after(data, len(committed))
+    try:
+        scan = scan_jsonl_zstd(data)
+    except CorruptLog as exc:
+        if expected == "overlap":
+            assert "overlap one another" in str(exc)
+        else:
+            assert f"a complete frame follows at byte {expected}" in str(exc), str(exc)
+        return
+    assert expected is None and scan.torn_frame is not None
+    assert scan.torn_frame.truncate_to == len(committed)
+
+
 # -- the cap on decoded plaintext: a decompression bomb is refused ------------------------------
 
 MIB = 1 << 20
@@ -777,17 +931,87 @@ def test_p8_a_content_size_larger_than_the_blocks_can_hold_is_corrupt() -> None:
         load_jsonl_zstd(HEADER_FRAME + damaged, now=0)
 
 
-def test_p8_the_default_cap_is_64_mib_or_1000_times_the_stored_size() -> None:
-    assert (MAX_DECODED_FLOOR, MAX_DECODED_RATIO) == (64 * MIB, 1000)
+def test_p8_the_default_cap_is_1000_times_the_stored_size_between_64_and_256_mib() -> None:
+    assert (MAX_DECODED_FLOOR, MAX_DECODED_RATIO, MAX_DECODED_CEILING) == (
+        64 * MIB,
+        1000,
+        256 * MIB,
+    )
     assert default_max_decoded_bytes(0) == default_max_decoded_bytes(65_536) == 64 * MIB
-    assert default_max_decoded_bytes(10**6) == 10**9
+    assert default_max_decoded_bytes(100_000) == 10**8
+    assert default_max_decoded_bytes(10**6) == default_max_decoded_bytes(10**10) == 256 * MIB
     # The audit's bomb, 48 KB that decode to 1.5 GiB, is past it; a log 20 times compressed
-    # (real session logs: 2-10 times) is far inside it at any size.
+    # (real session logs: 2-10 times) is inside it up to 256 MiB of plaintext.
     assert default_max_decoded_bytes(49_174) < 3 << 29
-    assert all(default_max_decoded_bytes(n) > 20 * n for n in (1, 10**4, 10**7, 10**10))
+    assert all(default_max_decoded_bytes(n) > 20 * n for n in (1, 10**4, 10**7))
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, True, "1"])
 def test_p8_max_decoded_bytes_must_be_a_non_negative_int(value: Any) -> None:
     with pytest.raises(ValueError, match="max_decoded_bytes"):
         scan_jsonl_zstd(HEADER_FRAME, max_decoded_bytes=value)
+
+
+def test_p8_a_bomb_is_refused_before_any_of_its_plaintext_is_kept() -> None:
+    """A frame that declares no content size is decoded once, keeping nothing, to count it
+    before its plaintext is kept: a bomb past the cap costs the cap in decoding, not in memory
+    (it used to be kept up to the cap, 1 GiB for a 1 MiB file under the old default)."""
+    committed = HEADER_FRAME + encode_zstd_frame(T(0) + E(1))
+    bomb = zeros_frame(64 * MIB, declare=False)
+    for data, at in (
+        (HEADER_FRAME + bomb, len(HEADER_FRAME)),
+        (committed + bomb[:-3], len(committed)),
+    ):
+        with peak_memory() as peak, pytest.raises(LimitExceeded) as refused:
+            load_jsonl_zstd(data, now=0, max_decoded_bytes=32 * MIB)
+        assert refused.value.offset == at and refused.value.limit == 32 * MIB
+        assert peak() < MIB, f"peak {peak():,} bytes"
+
+
+def test_p8_frames_that_declare_no_content_size_load_under_the_same_cap() -> None:
+    """Counted by a first decoding, then decoded again and kept: the same events, and the cap
+    counts each byte once."""
+    batches = turn_batches([40, 3, 3], open_tail=True)
+    compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=False)
+    texts = [header_line(HEADER) + b"\n", *(encode_records(batch) for batch in batches)]
+    whole = b"".join(compressor.compress(text) for text in texts)
+    assert all(frame[4] >> 6 == 0 and not frame[4] & 0x20 for frame in frames_of(whole))
+    events = load_jsonl_zstd(framed(batches), now=0).events
+    for data in (whole, whole[:-2]):
+        size = decoded_size(data)
+        loaded = load_jsonl_zstd(data, now=0, max_decoded_bytes=size)
+        assert loaded.events == events and loaded.torn == (data != whole)
+        with pytest.raises(LimitExceeded, match=f"{size - 1:,}"):
+            load_jsonl_zstd(data, now=0, max_decoded_bytes=size - 1)
+
+
+OUT_OF_MEMORY = """
+import resource
+from kernel.durable import header_line
+from kernel.errors import LimitExceeded
+from kernel.events import SessionHeader
+from kernel.frames import encode_zstd_frame, load_jsonl_zstd
+
+block = ((128 * 1024) << 3 | 2).to_bytes(3, "little") + b"\\0"  # RLE: 128 KiB of zeros
+last = ((128 * 1024) << 3 | 3).to_bytes(3, "little") + b"\\0"
+data = encode_zstd_frame(header_line(SessionHeader(id="z", created_at=1)) + b"\\n")
+data += bytes.fromhex("28b52ffd0058") + block * 4095 + last  # 512 MiB, no content size
+resource.setrlimit(resource.RLIMIT_AS, (256 << 20, 256 << 20))
+try:
+    load_jsonl_zstd(data, now=0, max_decoded_bytes=1 << 30)
+except LimitExceeded as exc:
+    print(f"LimitExceeded {exc.limit}: {exc}")
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS bounds the address space on Linux")
+def test_p8_a_read_that_runs_out_of_memory_is_limit_exceeded() -> None:
+    """512 MiB of zeros in a 16 KiB frame, read with a cap of 1 GiB in a process limited to
+    256 MiB of address space: the plaintext fits the cap but not the memory. That is
+    LimitExceeded naming the cap, never a MemoryError."""
+    done = subprocess.run(
+        [sys.executable, "-c", OUT_OF_MEMORY], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"LimitExceeded {1 << 30}: "), done.stdout
+    assert "out of memory" in done.stdout and "1,073,741,824" in done.stdout
