@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kernel import Event, SessionLog, event_from_json, load_jsonl, write_jsonl
+from kernel import APPEND, Event, SessionLog, event_from_json, load_jsonl, write_jsonl
 from kernel.errors import InvalidEnvelope, KernelError, MessageShapeError, UnknownEventType
 from kernel.events import ROW_TAGS
 from kernel.store.jsonl import JsonlStore
@@ -48,6 +48,21 @@ def _call_message(call_id: Any) -> dict[str, Any]:
             "content": [{"type": "tool-call", "id": call_id, "name": "ls", "arguments": {}}],
         },
     }
+
+
+def _open_step_wire(call_id: Any) -> list[dict[str, Any]]:
+    """A turn and step opened, then an assistant message with one tool call, as wire objects."""
+    return [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": TURN},
+        {"type": "step/start", "seq": 1, "time": 2, "data": {"turn": 1, "step": 1}},
+        {
+            "type": "assistant/message",
+            "seq": 2,
+            "time": 3,
+            "data": _call_message(call_id),
+            "surfaceOp": "append",
+        },
+    ]
 
 
 def _open_step() -> SessionLog:
@@ -165,24 +180,14 @@ def test_r14b_append_and_seed_refuse_a_tool_call_the_closers_cannot_answer(call_
         _open_step().append(
             "assistant/message", _call_message(call_id), time=3, surface_op="append"
         )
-    wire = [
-        {"type": "turn/start", "seq": 0, "time": 1, "data": TURN},
-        {"type": "step/start", "seq": 1, "time": 2, "data": {"turn": 1, "step": 1}},
-        {
-            "type": "assistant/message",
-            "seq": 2,
-            "time": 3,
-            "data": _call_message(call_id),
-            "surfaceOp": "append",
-        },
-    ]
+    wire = _open_step_wire(call_id)
     with pytest.raises(MessageShapeError, match=r"\(R14b\)") as caught:
         SessionLog.seed(wire, now=4)
     assert caught.value.index == 2
 
 
 def test_r14b_no_store_acknowledges_an_unanswerable_tool_call(tmp_path: Path) -> None:
-    message = Event("assistant/message", 2, 3, _call_message(""), surface_op=None)
+    message = Event("assistant/message", 2, 3, _call_message(""), surface_op=APPEND)
     events = [*_open_step().events, message]
     for store in _stores(tmp_path):
         store.create(HEADER)
@@ -194,15 +199,7 @@ def test_r14b_restore_admits_a_closed_turn_with_such_a_block() -> None:
     # A stored log from another writer whose turn is closed loads as the reference loads it:
     # no closer will ever need the id.
     wire = [
-        {"type": "turn/start", "seq": 0, "time": 1, "data": TURN},
-        {"type": "step/start", "seq": 1, "time": 2, "data": {"turn": 1, "step": 1}},
-        {
-            "type": "assistant/message",
-            "seq": 2,
-            "time": 3,
-            "data": _call_message(""),
-            "surfaceOp": "append",
-        },
+        *_open_step_wire(""),
         {"type": "step/end", "seq": 3, "time": 4, "data": {"turn": 1, "step": 1}},
         {
             "type": "turn/end",
