@@ -91,6 +91,7 @@ def _batches(events: tuple[Event, ...], sizes: list[int]) -> list[tuple[Event, .
 _ACTIONS = st.sampled_from(["append", "append", "append", "reopen", "kill", "reseed"])
 
 
+@pytest.mark.slow
 @given(
     log=gen.loop_logs(max_actions=4),
     kind=st.sampled_from(KINDS),

@@ -842,6 +842,7 @@ def test_envelope_keys_whose_comparison_raises_are_refused() -> None:
         kernel.event_from_json(wire)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [10, 50_000])
 def test_an_error_inside_a_deep_value_has_a_bounded_message(depth: int) -> None:
     value: Any = float("nan")

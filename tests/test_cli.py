@@ -585,6 +585,7 @@ def test_repair_dry_run_writes_nothing_then_repair_twice_does_nothing_the_second
     assert path.read_bytes() == repaired
 
 
+@pytest.mark.slow
 def test_repair_zstd_log_rewrites_a_torn_frame_once(tmp_path: Path) -> None:
     b = crash_log()
     data = write_jsonl_zstd(header("zc"), b.events)
@@ -851,6 +852,7 @@ def test_verify_carries_on_when_a_worker_process_dies(
     assert report["logs"][1]["problems"][0]["message"].startswith("BrokenProcessPool:")
 
 
+@pytest.mark.slow
 def test_file_names_that_are_not_utf8_are_reported_escaped(tmp_path: Path) -> None:
     write_clean(tmp_path / "clean.jsonl")
     odd = tmp_path / os.fsdecode(b"bad-\xff.jsonl")
@@ -865,6 +867,7 @@ def test_file_names_that_are_not_utf8_are_reported_escaped(tmp_path: Path) -> No
     assert table_run.returncode == 1 and "bad-\\xff.jsonl" in table_run.stdout
 
 
+@pytest.mark.slow
 def test_inspect_json_writes_a_lone_surrogate_in_log_text_as_its_escape(tmp_path: Path) -> None:
     b = Builder()
     b.add("turn/start", {"turn": 1})
@@ -932,6 +935,7 @@ def test_verify_checks_every_named_file_when_one_cannot_be_read(
     }
 
 
+@pytest.mark.slow
 def test_verify_counts_dangling_links_and_fifos_named_like_logs(tmp_path: Path) -> None:
     # Real file-system objects that cannot be read, even by root.
     write_clean(tmp_path / "tree" / "good.jsonl")
@@ -1049,6 +1053,7 @@ def test_verify_passes_over_hidden_directories_and_files_unless_asked(tmp_path: 
     assert code == 1 and report["summary"]["invalid"] == 1
 
 
+@pytest.mark.slow
 def test_verify_exclude_passes_over_matching_names_and_paths(tmp_path: Path) -> None:
     write_clean(tmp_path / "keep" / "a.jsonl")
     corrupt_copy(tmp_path / "keep", "old.bak")

@@ -184,6 +184,7 @@ def test_dask_local_cluster_report_equals_in_process_row_for_row(
     assert dask_rows == reference
 
 
+@pytest.mark.slow
 def test_dask_tasks_of_several_logs_give_the_same_rows(
     files: tuple[tuple[str, str], ...], reference: list[CorpusResult], client: Any
 ) -> None:
@@ -726,6 +727,7 @@ ESCAPE_PIECES = ("\\", "u", "d", "c", "8", "f", "0", "a", "é", "\udcff", "\ud80
 """Pieces that make up surrogates, backslashes and text that looks like their escapes."""
 
 
+@pytest.mark.slow
 @given(st.text(st.sampled_from(ESCAPE_PIECES)) | st.text())
 def test_report_text_is_utf8_and_gives_back_exactly_the_value_it_was_written_from(
     value: str,

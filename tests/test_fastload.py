@@ -114,6 +114,7 @@ def test_zstd_logs_and_torn_frames_agree(log: Any, split: int, cut: int) -> None
     assert typed == _outcome(lambda: _exact_zstd(data))
 
 
+@pytest.mark.slow
 @given(gen.crash_prefixes(rich=True, max_actions=4), st.integers(0, 10**6))
 def test_byte_cuts_are_torn_tails_on_the_typed_path(case: tuple[Any, int], cut: int) -> None:
     log, _ = case

@@ -570,6 +570,7 @@ def flipped(data: bytes, position: int, bit: int) -> bytes:
     return bytes(damaged)
 
 
+@pytest.mark.slow
 def test_p8_every_flipped_bit_is_corrupt_or_keeps_every_committed_turn() -> None:
     """Flip each bit of a multi-frame log in turn. Every flip either raises CorruptLog or
     loads every event up to the last turn/end unchanged: no committed event is dropped. The
@@ -593,6 +594,7 @@ def test_p8_every_flipped_bit_is_corrupt_or_keeps_every_committed_turn() -> None
     assert torn_flips > 0  # flips in the open last frame are torn tails, not errors
 
 
+@pytest.mark.slow
 def test_p8_a_flip_that_hides_the_end_of_the_last_frame_loses_at_most_that_frame() -> None:
     """When the last frame holds the last turn/end, a flipped block-size bit that only makes
     it look unfinished cannot be told from a crash during that append (nothing follows it):
@@ -773,6 +775,7 @@ BLOCK_PIECES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(BLOCK_PIECES, max_size=60))
 def test_p8_the_search_after_a_torn_frame_agrees_with_trying_every_magic(

@@ -758,6 +758,7 @@ def perturbed_logs(draw: st.DrawFn) -> list[Event]:
     return apply_perturbation(events, how, draw)
 
 
+@pytest.mark.slow
 @given(random_logs())
 def test_p28a_all_violations_agree_with_a_fail_fast_checker(events: list[Event]) -> None:
     agrees_with_fail_fast(events)

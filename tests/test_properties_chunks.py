@@ -13,6 +13,7 @@ from properties.laws.chunks import ROW_CORRUPTIONS
 from properties.profiles import share_of_examples
 
 
+@pytest.mark.slow
 @given(gen.chunk_batches())
 def test_p7_chunk_row_round_trip(batch: list[dict[str, Any]]) -> None:
     laws.law_chunk_row_round_trip(batch)

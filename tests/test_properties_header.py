@@ -29,11 +29,13 @@ def test_p24_fold_composition(log: LoopLog) -> None:
     laws.law_header_fold_composes(log)
 
 
+@pytest.mark.slow
 @given(gen.loop_logs(max_actions=8, min_actions=3, min_steps=1))
 def test_p25_writer_rules(log: LoopLog) -> None:
     laws.law_writer_rules(log)
 
 
+@pytest.mark.slow
 @given(gen.loop_logs(max_actions=8, min_actions=3, min_steps=1))
 def test_p26_reconstruction(log: LoopLog) -> None:
     laws.law_request_reconstruction(log)

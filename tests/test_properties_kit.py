@@ -85,6 +85,7 @@ def test_from_type_event_is_admitted_as_a_first_event(event: Event) -> None:
     assert log.events[0] == event
 
 
+@pytest.mark.slow
 @given(st.from_type(SessionHeader))
 def test_from_type_session_header_is_valid(header: SessionHeader) -> None:
     assert header.version == 0 and 0 <= header.created_at < 2**53
@@ -293,6 +294,7 @@ def test_plugin_module_imports_nothing_heavy() -> None:
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_strategies_module_registers_types_without_the_entry_point() -> None:
     code = (
         "from hypothesis import strategies as st; import properties.strategies; "

@@ -88,6 +88,7 @@ def test_p37_truncation_tolerance_zstd(
     laws.law_zstd_truncation_tolerance(header, log, split, cut)
 
 
+@pytest.mark.slow
 @given(gen.session_headers(), gen.loop_logs(max_actions=4), st.integers(0, 10**4), st.booleans())
 def test_p38_committed_damage_is_fatal_plain(
     header: dict[str, Any], log: LoopLog, index: int, delete: bool
@@ -141,6 +142,7 @@ def _raw_reader(
     return read
 
 
+@pytest.mark.slow
 @given(
     st.sampled_from(("jsonl", "jsonl-zstd", "sqlite")),
     gen.session_headers(),

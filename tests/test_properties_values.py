@@ -38,6 +38,7 @@ def test_p9_lossy_json_rejected(bad: BadJson) -> None:
     laws.law_lossy_json_rejected(bad)
 
 
+@pytest.mark.slow
 @given(gen.loop_logs(max_actions=3))
 def test_p10_snapshot_isolation(log: LoopLog) -> None:
     laws.law_snapshot_isolation(log)

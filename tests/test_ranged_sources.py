@@ -63,6 +63,7 @@ def test_a_list_that_is_not_strictly_increasing_is_written_verbatim() -> None:
 # -- every reader reads both spellings alike --------------------------------------------------
 
 
+@pytest.mark.slow
 @given(gen.loop_logs(rich=True, max_actions=5), st.booleans())
 def test_a_ranged_log_loads_equal_to_its_plain_twin(log: Any, pack: bool) -> None:
     events = as_events(log)

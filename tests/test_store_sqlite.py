@@ -216,6 +216,7 @@ _headers = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=20)
 @given(
     header=_headers,
@@ -943,6 +944,7 @@ def _plans(store: SqliteStore, session_id: str) -> tuple[Any, Any, Any]:
     return from_lines, decoded, exact
 
 
+@pytest.mark.slow
 @settings(max_examples=10)
 @given(seed=st.integers(0, 2**16), turns=st.integers(1, 3), pack=st.booleans(), cut=st.booleans())
 def test_stored_rows_are_planned_as_they_are_with_the_exact_result(
