@@ -77,8 +77,8 @@ def _store(root: Path, *sources: Path) -> JsonlStore:
     return store
 
 
-def _serve_files(tmp_path: Path, store: Path | str, data: bytes, **options: Any) -> list[Any]:
-    """Run `serve()` with stdin and stdout on regular files; the answers, in order."""
+def _serve_raw(tmp_path: Path, store: Path | str, data: bytes, **options: Any) -> bytes:
+    """Run `serve()` with stdin and stdout on regular files; the bytes it wrote."""
     requests = tmp_path / "requests.jsonl"
     answers = tmp_path / "answers.jsonl"
     requests.write_bytes(data)
@@ -89,7 +89,12 @@ def _serve_files(tmp_path: Path, store: Path | str, data: bytes, **options: Any)
     finally:
         os.close(input_fd)
         os.close(output_fd)
-    return [json.loads(line) for line in answers.read_bytes().splitlines()]
+    return answers.read_bytes()
+
+
+def _serve_files(tmp_path: Path, store: Path | str, data: bytes, **options: Any) -> list[Any]:
+    """Run `serve()` with stdin and stdout on regular files; the answers, in order."""
+    return [json.loads(line) for line in _serve_raw(tmp_path, store, data, **options).splitlines()]
 
 
 def _answers_by_id(answers: list[Any]) -> dict[Any, list[Any]]:
@@ -645,17 +650,8 @@ def test_a_replay_with_deeply_nested_tool_arguments_is_served(
     )
     (tmp_path / "deep.jsonl").write_bytes(write_jsonl(header, log.events))
     store = _store(tmp_path / "store", tmp_path / "deep.jsonl")
-    requests, answers_file = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
-    requests.write_bytes(_initialize(1) + b"\n" + _load(2, "deep") + b"\n")
-    input_fd = os.open(requests, os.O_RDONLY)
-    output_fd = os.open(answers_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        asyncio.run(serve(str(store.root), input_fd=input_fd, output_fd=output_fd))
-    finally:
-        os.close(input_fd)
-        os.close(output_fd)
-    lines = answers_file.read_bytes().splitlines()
-    answers = [parse_json(line) for line in lines]  # deeper than `json.loads` reads
+    out = _serve_raw(tmp_path, store.root, _initialize(1) + b"\n" + _load(2, "deep") + b"\n")
+    answers = [parse_json(line) for line in out.splitlines()]  # deeper than `json.loads` reads
     assert not any(_code(a) for a in answers if "id" in a)
     calls = [
         a["params"]["update"]
