@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
+from pyrsistent import PMap, pmap
 
 from kernel.admission import check_legacy, check_message_shape
 from kernel.chunks import pack_chunk_rows
@@ -43,6 +44,7 @@ from kernel.events import (
 from kernel.fastload import plan_events, scan_events
 from kernel.json import FrozenObject, is_number, safe_int, summary, view
 from kernel.jsontext import encode_json_bytes, format_number, parse_json_keeping_negative_zero
+from kernel.legacy import normalize_legacy
 from kernel.log import SessionLog
 from kernel.records import scan_records
 from kernel.repair import wire_closers
@@ -66,6 +68,7 @@ __all__ = (
     "load_scanned",
     "RecordScanner",
     "as_stored_bytes",
+    "option_flag",
 )
 
 _RETIRED_HEADER_KEYS: Final = ("sandboxMode", "approvalPolicy")
@@ -119,7 +122,9 @@ class Loaded:
 
     `events` never holds an end-seed marker (the constructor of a live session
     adds it). `torn` is `committed_bytes < total_bytes`; the other tail fields
-    are as in `Scan`.
+    are as in `Scan`. `normalized` counts the stored events read in an older v0
+    shape and rewritten in memory, by shape (`kernel.legacy.LEGACY_SHAPES`;
+    docs/format/persistence.md Appendix A); the stored bytes are unchanged.
     """
 
     header: SessionHeader
@@ -131,6 +136,7 @@ class Loaded:
     dropped_records: int = 0
     torn_reason: str | None = None
     torn_frame: TornFrame | None = None
+    normalized: PMap[str, int] = attrs.field(factory=pmap)
 
 
 @attrs.frozen
@@ -363,28 +369,44 @@ def _corrupt(exc: KernelError, what: str) -> CorruptLog:
     return CorruptLog(f"{what}: {exc}", index=exc.index, seq=exc.seq)
 
 
+def _refuse_legacy_events(records: list[Any]) -> None:
+    """R3 over every stored record (docs/format/persistence.md §5)."""
+    for index, obj in enumerate(records):
+        event_type = obj.get("type")
+        if event_type.__class__ is str and (
+            event_type in LEGACY_TYPES or event_type == REQUEST_HEADER
+        ):
+            _at(index, check_legacy, obj, f"stored event at index {index}")
+
+
 def plan_load(
     raw_scan: RawScan,
     *,
     session_id: str | None,
     known_types: Collection[str],
-) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]]:
+    normalize: bool = True,
+) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...], PMap[str, int]]:
     """`plan_load` of docs/format/persistence.md §5 over a raw scan:
-    `(header, prefix + closers, closers)`.
+    `(header, prefix + closers, closers, normalized counts)`.
 
-    Order: identity, R3 over every event, R10 over every event, the
-    unknown-type rule (`UnknownEventType`, passed through), closers, then
-    header admission and restore admission. Every other failure is re-raised
-    as `CorruptLog` with the specific error as its cause. (The version was
-    refused by the scan already.)
+    Order: identity, R3 over every event, the older-shape normalization of
+    Appendix A (when `normalize`), R10 over every event, the unknown-type rule
+    (`UnknownEventType`, passed through), closers, then header admission and
+    restore admission. Every other failure is re-raised as `CorruptLog` with the
+    specific error as its cause. (The version was refused by the scan already.)
     """
     header, records = raw_scan.header, raw_scan.records
+    counts: PMap[str, int] = pmap()
     try:
         if session_id is not None and header["id"] != session_id:
             raise CorruptLog(
                 f"identity mismatch: the stored header names session {summary(header['id'])}, "
                 f"not {summary(session_id)}"
             )
+        if normalize:
+            _refuse_legacy_events(records)  # R3 ranks before a malformed older shape
+            normalized = normalize_legacy(records, session_id=header["id"])
+            records, counts = normalized.records, normalized.counts
         # One pass for three rules whose failures rank R3, then R10, then unknown type
         # (§5): a legacy event fails at once; the others are kept until the pass ends.
         shape_error: KernelError | None = None
@@ -438,7 +460,7 @@ def plan_load(
     except KernelError as exc:
         raise _corrupt(exc, "stored log fails restore admission") from exc
     events = tuple(log.events)
-    return admitted, events, events[len(records) :]
+    return admitted, events, events[len(records) :], counts
 
 
 def _at(index: int, check: Any, *args: Any) -> None:
@@ -457,30 +479,43 @@ def load_scanned(
     *,
     session_id: str | None,
     known_types: Collection[str],
+    normalize: bool = True,
 ) -> Loaded:
     """Load a stored log by the typed path, or by the exact pipeline when that one declines.
 
     `scan_with(scanner)` scans the log's records with the given record scanner.
     The typed path (`kernel.fastload`) answers only when it is sure to give what
-    the exact one gives; otherwise `plan_load` runs and names the error.
+    the exact one gives (it declines any older v0 shape when `normalize`);
+    otherwise `plan_load` runs and names the error.
     """
     typed = scan_with(scan_events)
     if typed is not None:
         planned = plan_events(
-            typed.header, typed.records, session_id=session_id, known_types=known_types
+            typed.header,
+            typed.records,
+            session_id=session_id,
+            known_types=known_types,
+            normalize=normalize,
         )
         if planned is not None:
             return _loaded(typed, *planned)
     exact = scan_with(scan_records)
     assert exact is not None  # the exact scan always answers
-    return loaded_result(exact, session_id=session_id, known_types=known_types)
+    return loaded_result(exact, session_id=session_id, known_types=known_types, normalize=normalize)
 
 
 def loaded_result(
-    raw_scan: RawScan, *, session_id: str | None, known_types: Collection[str]
+    raw_scan: RawScan,
+    *,
+    session_id: str | None,
+    known_types: Collection[str],
+    normalize: bool = True,
 ) -> Loaded:
     """Run `plan_load` over a raw scan and package the `Loaded` view."""
-    return _loaded(raw_scan, *plan_load(raw_scan, session_id=session_id, known_types=known_types))
+    planned = plan_load(
+        raw_scan, session_id=session_id, known_types=known_types, normalize=normalize
+    )
+    return _loaded(raw_scan, *planned)
 
 
 def _loaded(
@@ -488,10 +523,14 @@ def _loaded(
     header: SessionHeader,
     events: tuple[Event, ...],
     closers: tuple[Event, ...],
+    normalized: PMap[str, int] | None = None,
 ) -> Loaded:
     torn_frame = None
     if raw_scan.torn_frame_start is not None:
         recovered = events[raw_scan.recovered_from : len(raw_scan.records)]
+        if normalized:
+            # A repair writes these back: as they were stored, not as normalized.
+            recovered = _events_of(raw_scan.records[raw_scan.recovered_from :])
         torn_frame = TornFrame(raw_scan.torn_frame_start, recovered)
     return Loaded(
         header=header,
@@ -503,6 +542,7 @@ def _loaded(
         dropped_records=raw_scan.dropped_records,
         torn_reason=raw_scan.torn_reason,
         torn_frame=torn_frame,
+        normalized=normalized if normalized is not None else pmap(),
     )
 
 
@@ -512,19 +552,32 @@ def load_jsonl(
     session_id: str | None = None,
     now: int,
     known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+    normalize_legacy: bool = True,
 ) -> Loaded:
     """Scan and plan a plain JSONL log (docs/format/persistence.md §3, §5): the balanced view.
 
     `session_id` defaults to the header's own id. `now` is accepted for
     symmetry with `SessionLog.seed`; the loader appends no end-seed marker, so
-    it is not read. Raises `UnsupportedFormat` (foreign version, unknown
-    required event type) or `CorruptLog` (everything else).
+    it is not read. Older v0 shapes are rewritten in memory
+    (`Loaded.normalized`; Appendix A) unless `normalize_legacy` is false, which
+    refuses them as the current rules do. Raises `UnsupportedFormat` (foreign
+    version, unknown required event type) or `CorruptLog` (everything else).
     """
     stored = as_stored_bytes(data)
     known = known_type_set(known_types)
     return load_scanned(
-        lambda scan: _scan_plain(stored, scan), session_id=session_id, known_types=known
+        lambda scan: _scan_plain(stored, scan),
+        session_id=session_id,
+        known_types=known,
+        normalize=option_flag(normalize_legacy, "normalize_legacy"),
     )
+
+
+def option_flag(value: Any, name: str) -> bool:
+    """A boolean option, or a named `KernelError` (never a truthy string taken for True)."""
+    if type(value) is not bool:
+        raise KernelError(f"{name} must be True or False, got {summary(value)}")
+    return value
 
 
 # -- writing (docs/format/persistence.md §2.1, §2.4) -----------------------------------------------

@@ -435,7 +435,12 @@ _BARE_REASON_TEXTS: Final = frozenset(b'{"kind":"%s"}' % kind.encode() for kind 
 def _reason_valid(data: _TurnEndData) -> bool:
     text = bytes(data.reason)
     # The common reasons, spelled as the writer spells them, are valid without parsing.
-    return text in _BARE_REASON_TEXTS or turn_end_reason_ok(parse_json(text))
+    if text in _BARE_REASON_TEXTS:
+        return True
+    reason = parse_json(text)
+    # `disposed` is an older v0 reason that normalization rewrites (persistence.md A.2):
+    # the exact pipeline decides, with or without normalization.
+    return turn_end_reason_ok(reason) and reason["kind"] != "disposed"
 
 
 CROSS_CHECKS: Final[dict[str, Callable[[Any], bool]]] = {

@@ -47,6 +47,7 @@ from kernel.events import (
 )
 from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
 from kernel.jsontext import parse_json
+from kernel.legacy import STEERING_MESSAGE, may_need_normalizing
 from kernel.log import _admitted_as_it_is
 from kernel.records import close_scan, read_record, row_gap, seq_gap
 from kernel.repair import interrupted_turn_closers
@@ -360,16 +361,23 @@ def plan_events(
     *,
     session_id: str | None,
     known_types: Collection[str],
+    normalize: bool = True,
 ) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
     """`plan_load` over a typed scan: `(header, prefix + closers, closers)`, or None.
 
     None whenever the exact pipeline might answer differently: an identity
-    mismatch, a type outside `known_types`, a closer or header or surface rule
-    that fails. The events were admitted shape by shape by their typed decode.
+    mismatch, a type outside `known_types`, an older v0 shape to normalize
+    (when `normalize`), a closer or header or surface rule that fails. The
+    events were admitted shape by shape by their typed decode, which refuses
+    every older shape but a `steering/message` (and a disposed `turn/end`,
+    which `kernel.envelopes` leaves to the exact pipeline).
     """
     if session_id is not None and header["id"] != session_id:
         return None
-    unknown = set(map(_TYPE, events)).difference(known_types)
+    types = set(map(_TYPE, events))
+    if normalize and STEERING_MESSAGE in types:
+        return None
+    unknown = types.difference(known_types)
     if unknown and any(e.type in unknown and not e.ignorable for e in events):
         return None  # the unknown-type rule refuses the log
     try:
@@ -399,18 +407,24 @@ def plan_decoded_events(
     *,
     session_id: str | None,
     known_types: Collection[str],
+    normalize: bool = True,
 ) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
     """`plan_events` for events decoded from storage but not admitted one by one (the rows
     of a SQLite store): each must pass the per-event rules as it is, or the answer is None.
 
     The rules are the ones `SessionLog` applies to an `Event` it is given
     (R1-R6, R10-R12); the wire dicts the exact pipeline would build are never made.
+    With `normalize`, an event Appendix A might rewrite is left to the exact pipeline.
     """
     vetted: set[str] = set()
     for index, event in enumerate(events):
         if not _admitted_as_it_is(event, index, False, vetted):
             return None
-    return plan_events(header, events, session_id=session_id, known_types=known_types)
+        if normalize and may_need_normalizing(event):
+            return None
+    return plan_events(
+        header, events, session_id=session_id, known_types=known_types, normalize=normalize
+    )
 
 
 def scan_row_lines(rows: RowLines) -> list[Event] | None:
@@ -440,10 +454,13 @@ def plan_row_lines(
     *,
     session_id: str | None,
     known_types: Collection[str],
+    normalize: bool = True,
 ) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
     """`plan_events` over `scan_row_lines`, or None when either leaves the rows to the
     exact row pipeline."""
     events = scan_row_lines(rows)
     if events is None:
         return None
-    return plan_events(header, events, session_id=session_id, known_types=known_types)
+    return plan_events(
+        header, events, session_id=session_id, known_types=known_types, normalize=normalize
+    )

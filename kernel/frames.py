@@ -34,6 +34,7 @@ from kernel.durable import (
     encode_records,
     header_line,
     load_scanned,
+    option_flag,
     parse_header_line,
     scan_result,
 )
@@ -49,6 +50,7 @@ __all__ = (
     "MAX_DECODED_RATIO",
     "MAX_DECODED_CEILING",
     "default_max_decoded_bytes",
+    "check_max_decoded_bytes",
     "frame_end",
     "scan_frames",
     "scan_jsonl_zstd",
@@ -379,6 +381,17 @@ def _complete_end(data: bytes, start: int, chains: _BlockChains) -> int | None:
     return end
 
 
+def check_max_decoded_bytes(value: Any) -> Any:
+    """`value` if it is a valid `max_decoded_bytes` (an int >= 0, or None), else `KernelError`.
+
+    >>> check_max_decoded_bytes(1 << 20)
+    1048576
+    """
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    raise KernelError(f"max_decoded_bytes must be an int >= 0 or None, got {summary(value)}")
+
+
 class _Budget:
     """The plaintext one scan has decoded, against its cap (`max_decoded_bytes`).
 
@@ -397,13 +410,9 @@ class _Budget:
                 f"the default: {MAX_DECODED_RATIO} times the {stored_size:,}-byte log, at least "
                 f"{MAX_DECODED_FLOOR:,} and at most {MAX_DECODED_CEILING:,} bytes"
             )
-        elif type(max_decoded_bytes) is int and max_decoded_bytes >= 0:
-            self.limit = max_decoded_bytes
-            self.source = "as given"
         else:
-            raise KernelError(
-                f"max_decoded_bytes must be an int >= 0 or None, got {summary(max_decoded_bytes)}"
-            )
+            self.limit = check_max_decoded_bytes(max_decoded_bytes)
+            self.source = "as given"
         self.spent = 0
 
     def _refuse(self, start: int, what: str) -> LimitExceeded:
@@ -731,8 +740,12 @@ def load_jsonl_zstd(
     now: int,
     known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
     max_decoded_bytes: int | None = None,
+    normalize_legacy: bool = True,
 ) -> Loaded:
     """`load_jsonl` for a Zstandard-framed log (recovered torn-frame events included).
+
+    Older v0 shapes are normalized as `load_jsonl` does, unless `normalize_legacy`
+    is false.
 
     `max_decoded_bytes` caps the plaintext as in `scan_jsonl_zstd` (`LimitExceeded`
     past it; None is the default cap). The cap applies to each scan: when the
@@ -740,11 +753,13 @@ def load_jsonl_zstd(
     Running out of memory is `LimitExceeded` too.
     """
     stored = as_stored_bytes(data)
+    normalize = option_flag(normalize_legacy, "normalize_legacy")
     try:
         return load_scanned(
             lambda scan: scan_frames(stored, scan, max_decoded_bytes=max_decoded_bytes),
             session_id=session_id,
             known_types=known_type_set(known_types),
+            normalize=normalize,
         )
     except MemoryError:
         pass  # raised below, once the handler has dropped what the traceback holds
@@ -765,13 +780,16 @@ def write_jsonl_zstd(
     events: Iterable[Event],
     *,
     pack_chunks: bool = True,
+    ranged_sources: bool = False,
 ) -> bytes:
     """A new `.jsonl.zstd` log: frame 1 holds the header line alone, frame 2 the first batch.
 
-    With no events only the header frame is written.
+    With no events only the header frame is written. `ranged_sources` spells
+    citations with ranges, as `write_jsonl` does (docs/format/persistence.md §2.5);
+    the default is the plain spelling every v0 reader reads.
     """
     out = encode_zstd_frame(header_line(header) + b"\n")
-    batch = encode_records(events, pack_chunks=pack_chunks)
+    batch = encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
     if batch:
         out += encode_zstd_frame(batch)
     return out

@@ -15,10 +15,12 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ from kernel.cli.acp_stdio import (
     LineFramer,
 )
 from kernel.projections import acp_updates
-from kernel.store import JsonlStore
+from kernel.store import JsonlStore, SqliteStore
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 COMPACTION = EXAMPLES / "compaction.jsonl"
@@ -373,6 +375,28 @@ def test_list_skips_and_reports_a_bad_header_and_a_flat_layout_log(
     assert [(s["location"], s["errorClass"]) for s in listed["_meta"]["skippedSessions"]] == [
         ("--somewhere--/flat.jsonl", "StoreLayoutError"),
         ("--somewhere--/bad-header", "CorruptLog"),
+    ]
+    assert by_id[2][0]["result"] == {}
+
+
+def test_list_of_a_database_skips_and_reports_a_session_with_a_damaged_header(
+    tmp_path: Path, quiet: None
+) -> None:
+    database = tmp_path / "sessions.db"
+    with SqliteStore(database) as store:
+        for source in (COMPACTION, CRASH):
+            loaded = load_jsonl(source.read_bytes(), now=0)
+            store.create(loaded.header)
+            stored = loaded.events[: len(loaded.events) - len(loaded.closers)]
+            store.append(loaded.header.id, stored)
+    with closing(sqlite3.connect(database)) as conn, conn:
+        conn.execute("UPDATE sessions SET version = 7 WHERE id = 'crash-demo'")
+    data = b"\n".join([_list(1), _load(2, "compaction-demo"), b""])
+    by_id = _answers_by_id(_serve_files(tmp_path, database, data))
+    listed = by_id[1][0]["result"]
+    assert [s["sessionId"] for s in listed["sessions"]] == ["compaction-demo"]
+    assert [(s["location"], s["errorClass"]) for s in listed["_meta"]["skippedSessions"]] == [
+        ("crash-demo", "UnsupportedFormat")
     ]
     assert by_id[2][0]["result"] == {}
 

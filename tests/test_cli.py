@@ -718,6 +718,31 @@ def test_verify_calls_a_truncated_or_page_damaged_database_invalid(tmp_path: Pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.db", "truncated.db"]
 
 
+def test_a_damaged_sqlite_header_hides_no_other_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "sessions.db"
+    prefix = sqlite_db(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE sessions SET cwd = 'relative/dir' WHERE id = 'alpha'")
+    conn.close()
+
+    code, out, _ = run_main(capsys, "verify", "--json", db)
+    assert code == 1
+    logs = {log["session"]: log for log in json.loads(out)["logs"]}
+    assert (logs["alpha"]["status"], logs["beta"]["status"]) == ("invalid", "torn")
+    assert "H7" in logs["alpha"]["problems"][0]["message"]
+
+    before = db.read_bytes()
+    code, _, err = run_main(capsys, "repair", db)  # every session: every header read first
+    assert code == 1 and "CorruptLog" in err and "'alpha'" in err
+    assert db.read_bytes() == before
+    code, out, _ = run_main(capsys, "repair", "--json", db, "--session", "beta")
+    assert code == 0
+    (done,) = json.loads(out)
+    assert done["committed"] is True and done["tornFromSeq"] == prefix
+
+
 def test_verify_reports_a_non_kernel_exception_as_an_internal_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1167,6 +1192,57 @@ def test_verify_report_rules_column_holds_the_unanswered_call_finding(
         (row,) = pd.read_csv(report, dtype=PANDAS_DTYPES).to_dict("records")
         assert (row["status"], row["rules"], row["first_seq"]) == (status, "unanswered-call", asked)
         assert (None if pd.isna(row["check"]) else row["check"]) == check
+
+
+def test_repair_names_the_unanswered_call_it_cannot_repair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # each sentence on one line
+    b, asked = unanswered_at_end_log()
+    path = tmp_path / "open-call.jsonl"
+    path.write_bytes(write_jsonl(header("open-call"), b.events))
+    before = path.read_bytes()
+
+    code, out, _ = run_main(capsys, "repair", path)
+    assert code == 0 and path.read_bytes() == before
+    assert "nothing to repair" not in out
+    assert "no repair the kernel can make" in out
+    assert f"unanswered call at seq {asked}: tool call(s) k2 never answered" in out
+    assert "a closed turn cannot be re-closed" in out and "verify --strict" in out
+    code, out, _ = run_main(capsys, "repair", "--json", path)
+    document = json.loads(out)
+    assert code == 0 and document["needed"] is False
+    assert [(f["seq"], f["rule"]) for f in document["findings"]] == [(asked, "unanswered-call")]
+
+    clean = write_clean(tmp_path / "clean.jsonl")  # a balanced log: nothing to say
+    code, out, _ = run_main(capsys, "repair", clean)
+    assert code == 0 and "nothing to repair" in out and "unanswered" not in out
+    code, out, _ = run_main(capsys, "repair", "--json", clean)
+    assert json.loads(out)["findings"] == []
+
+
+def test_repair_of_a_torn_tail_names_the_unanswered_call_it_leaves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b, asked = unanswered_at_end_log()
+    path = tmp_path / "open-call.jsonl"
+    path.write_bytes(write_jsonl(header("open-call"), b.events) + TORN_RECORD)
+    for args in (("--dry-run",), ()):
+        code, out, _ = run_main(capsys, "repair", "--json", *args, path)
+        document = json.loads(out)
+        assert code == 0 and document["torn"] is True and document["closers"] == []
+        assert [(f["seq"], f["rule"]) for f in document["findings"]] == [(asked, "unanswered-call")]
+    assert path.read_bytes() == write_jsonl(header("open-call"), b.events)
+    db = tmp_path / "sessions.db"
+    with SqliteStore(db) as store:
+        store.create(header("open-call"))
+        store.append("open-call", b.events)
+        store.create(header("clean"))
+        store.append("clean", clean_log().events)
+    code, out, _ = run_main(capsys, "repair", "--json", db)
+    by_session = {d["location"].rsplit("#", 1)[1]: d["findings"] for d in json.loads(out)}
+    assert code == 0 and by_session["clean"] == []
+    assert [f["seq"] for f in by_session["open-call"]] == [asked]
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])

@@ -510,13 +510,24 @@ def test_p5_ignorable_and_configured_types_load() -> None:
 def test_p5_restore_failures_are_corruption_with_their_cause() -> None:
     cases: list[tuple[bytes, type[KernelError]]] = [
         (log_bytes(BAD_TURN % 0), EventShapeError),
-        (log_bytes(T(0), b'{"type":"turn/end","seq":1,"time":0,"data":{},"x":1}'), InvalidEnvelope),
+        (log_bytes(T(0), E(1)[:-1] + b',"x":1}'), InvalidEnvelope),
         (log_bytes(T(0), b'{"type":"todo/write","seq":1,"time":1e400,"data":{}}'), InvalidEnvelope),
     ]
     for data, cause in cases:
         with pytest.raises(CorruptLog) as info:
             load_jsonl(data, now=0)
         assert isinstance(info.value.__cause__, cause), data
+
+
+def test_p5_every_turn_end_is_checked_by_normalization_before_restore() -> None:
+    """Appendix A.2 reads every `turn/end` at step 4; without it, restore's R12 decides."""
+    data = log_bytes(T(0), b'{"type":"turn/end","seq":1,"time":0,"data":{},"x":1}')
+    with pytest.raises(CorruptLog, match=r"\(A\.2\)") as info:
+        load_jsonl(data, now=0)
+    assert info.value.seq == 1
+    with pytest.raises(CorruptLog) as info:
+        load_jsonl(data, now=0, normalize_legacy=False)
+    assert isinstance(info.value.__cause__, InvalidEnvelope)
 
 
 def test_p5_an_invalid_envelope_after_the_last_turn_end_is_not_a_torn_tail() -> None:

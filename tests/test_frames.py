@@ -911,9 +911,9 @@ def test_p8_a_log_exactly_at_the_cap_loads_and_one_byte_less_is_refused() -> Non
 
 
 def test_p8_the_cap_applies_to_each_scan_of_a_load() -> None:
-    """The typed path declines this log (an old `turn/start` shape) after decoding it; the
-    exact pipeline scans again with the whole cap and names the real error."""
-    body = b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"trigger":{"kind":"u"}}}\n'
+    """The typed path declines this log (a `turn/start` with a member too many) after
+    decoding it; the exact pipeline scans again with the whole cap and names the real error."""
+    body = b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"extra":{"kind":"u"}}}\n'
     data = HEADER_FRAME + encode_zstd_frame(body)
     with pytest.raises(CorruptLog, match="R12"):
         load_jsonl_zstd(data, now=0, max_decoded_bytes=decoded_size(data))

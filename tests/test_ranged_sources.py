@@ -8,21 +8,23 @@ keeps the plain spelling, and `ranged_sources=True` writes DSH's.
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
+import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel import expand_storage_records, load_jsonl, scan_jsonl, write_jsonl
 from kernel.codec import event_to_wire, expand_ranges, ranged_spelling
 from kernel.durable import _scan_plain, encode_records, loaded_result
-from kernel.errors import CorruptLog, ProvenanceError
+from kernel.errors import CorruptLog, KernelError, ProvenanceError
 from kernel.events import DEFAULT_KNOWN_TYPES
 from kernel.fastload import plan_events, scan_events
 from kernel.frames import encode_zstd_frame, load_jsonl_zstd, write_jsonl_zstd
 from kernel.json import thaw
-from kernel.store import JsonlStore
+from kernel.store import JsonlStore, repair_file
 from properties import strategies as gen
 from properties.laws._common import as_events
 
@@ -78,9 +80,7 @@ def test_a_ranged_log_loads_equal_to_its_plain_twin(log: Any, pack: bool) -> Non
     assert [thaw(event_to_wire(e)) for e in scan_jsonl(ranged).events] == [
         thaw(event_to_wire(e)) for e in scan_jsonl(plain).events
     ]
-    framed = write_jsonl_zstd(HEADER, ()) + (
-        encode_zstd_frame(encode_records(events, ranged_sources=True)) if events else b""
-    )
+    framed = write_jsonl_zstd(HEADER, events, pack_chunks=pack, ranged_sources=True)
     assert _events_of(load_jsonl_zstd(framed, now=0)) == expected
 
 
@@ -106,6 +106,95 @@ def test_a_store_loads_and_reads_a_ranged_file(tmp_path: Any) -> None:
     fresh = JsonlStore(tmp_path / "root")
     assert fresh.load("s", now=0).events == plain
     assert fresh.read_from("s", 0) == tuple(plain)  # the repair's closers are stored now
+
+
+@pytest.mark.slow
+@given(gen.loop_logs(rich=True, max_actions=5))
+def test_writing_a_ranged_zstd_log_read_back_is_byte_stable(log: Any) -> None:
+    events = as_events(log)
+    ranged = write_jsonl_zstd(HEADER, events, ranged_sources=True)
+    loaded = load_jsonl_zstd(ranged, now=0)
+    stored = loaded.events[: len(loaded.events) - len(loaded.closers)]
+    assert write_jsonl_zstd(HEADER, stored, ranged_sources=True) == ranged
+    plain = write_jsonl_zstd(HEADER, events)  # the default: plain, as it always was
+    assert write_jsonl_zstd(HEADER, stored) == plain
+    assert plain == encode_zstd_frame(write_jsonl(HEADER, ())) + (
+        encode_zstd_frame(encode_records(events)) if events else b""
+    )
+
+
+def test_both_writers_spell_a_run_of_citations_as_a_range() -> None:
+    citing = _citing_log()
+    for ranged in (False, True):
+        plain_text = write_jsonl(HEADER, citing, ranged_sources=ranged)
+        framed = _plaintext(write_jsonl_zstd(HEADER, citing, ranged_sources=ranged))
+        assert framed == plain_text
+        assert (b'"sourceEventSeqs":[[0,4]]' in plain_text) is ranged
+
+
+def _plaintext(data: bytes) -> bytes:
+    """The records of a Zstandard-framed log, every frame decompressed."""
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+    return bytes(reader.read())
+
+
+def _store_bytes(store: JsonlStore) -> bytes:
+    data = store.path_of("s").read_bytes()
+    return _plaintext(data) if store.zstd else data
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_a_ranged_store_appends_loads_and_repairs_as_a_plain_one(tmp_path: Any, zstd: bool) -> None:
+    citing = _citing_log()  # an open turn whose messages cite runs of earlier events
+    batches = (citing[:3], citing[3:])
+    stores = {}
+    for ranged in (False, True):
+        store = JsonlStore(tmp_path / f"ranged-{ranged}", zstd=zstd, ranged_sources=ranged)
+        store.create(HEADER)
+        for batch in batches:
+            store.append("s", list(batch))
+        stores[ranged] = store
+    plain, ranged_store = stores[False], stores[True]
+    assert b"[[" not in _store_bytes(plain) and b"[[" in _store_bytes(ranged_store)
+    assert ranged_store.read_from("s", 0) == plain.read_from("s", 0) == citing
+
+    # written ranged, read back, written ranged again: the same bytes
+    again = JsonlStore(tmp_path / "again", zstd=zstd, ranged_sources=True)
+    again.create(HEADER)
+    for batch in batches:
+        again.append("s", list(ranged_store.read_from("s", batch[0].seq)[: len(batch)]))
+    assert again.path_of("s").read_bytes() == ranged_store.path_of("s").read_bytes()
+
+    if zstd:  # a torn last frame: the repair writes its recovered events back
+        for store in stores.values():
+            path = store.path_of("s")
+            path.write_bytes(path.read_bytes()[:-4])  # the checksum is gone
+    repaired = {ranged: store.load("s", now=9) for ranged, store in stores.items()}
+    assert repaired[True].events == repaired[False].events
+    assert repaired[True].repair.committed and repaired[True].repair.closers
+    assert len(repaired[True].repair.recovered) == (len(batches[1]) if zstd else 0)
+    ranged_text = _store_bytes(ranged_store)
+    assert ranged_text.count(b"[[") == write_jsonl(HEADER, citing, ranged_sources=True).count(b"[[")
+    assert b"[[" not in _store_bytes(plain)
+    assert not ranged_store.load("s", now=9).repair.needed
+
+
+def test_repair_file_writes_the_recovered_events_of_a_torn_frame_ranged(tmp_path: Any) -> None:
+    citing = _citing_log()
+    data = write_jsonl_zstd(HEADER, citing[:3]) + encode_zstd_frame(encode_records(citing[3:]))
+    path = tmp_path / "session.jsonl.zstd"
+    path.write_bytes(data[:-4])  # the last frame torn: its records are recovered
+    report = repair_file(path, now=9, ranged_sources=True)
+    assert report.committed and report.recovered == citing[3:]
+    assert b'"sourceEventSeqs":[[0,4]]' in _plaintext(path.read_bytes())
+    assert (
+        load_jsonl_zstd(path.read_bytes(), now=9).events
+        == load_jsonl_zstd(write_jsonl_zstd(HEADER, (*citing, *report.closers)), now=9).events
+    )
+    with pytest.raises(KernelError, match="ranged_sources must be True or False"):
+        repair_file(path, now=9, ranged_sources="yes")  # type: ignore[arg-type]
+    with pytest.raises(KernelError, match="ranged_sources must be True or False"):
+        JsonlStore(tmp_path / "root", ranged_sources=1)  # type: ignore[arg-type]
 
 
 def test_expand_storage_records_expands_ranges_and_names_a_malformed_one() -> None:

@@ -707,6 +707,58 @@ def test_list_reads_only_the_header(tmp_path: Path) -> None:
         store.inspect("s-1")
 
 
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_read_header_reads_one_session_past_a_damaged_one_that_fails_list(
+    tmp_path: Path, zstd: bool
+) -> None:
+    store = _store(tmp_path, zstd)
+    paths = {sid: _fill(store, _log(1, 1), header={**HEADER, "id": sid}) for sid in ("a", "b", "c")}
+    listed = store.list()
+    assert [store.read_header(paths[h.id]) for h in listed] == list(listed)
+    paths["b"].write_bytes(b"not a header\n")
+    with pytest.raises(CorruptLog, match=r"b/session\.jsonl"):  # names the damaged file
+        store.list()
+    with pytest.raises(CorruptLog, match=r"b/session\.jsonl"):
+        store.read_header(paths["b"])
+    assert [store.read_header(paths[sid]).id for sid in ("a", "c")] == ["a", "c"]
+    assert store.read_header(str(paths["a"])).id == "a"  # a str path too
+
+
+def test_read_header_checks_the_header_against_the_files_place(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    path = _fill(store, _log(1, 1))
+    moved = tmp_path / "root" / "--elsewhere--" / path.parent.name / path.name
+    moved.parent.mkdir(parents=True)
+    path.rename(moved)
+    with pytest.raises(CorruptLog, match="belongs at --projects-demo--/s-1"):
+        store.read_header(moved)
+    line = b'{"type":"session","version":2,"id":"s-1","createdAt":1,"delegationDepth":0}\n'
+    moved.write_bytes(line)
+    with pytest.raises(UnsupportedFormat):
+        store.read_header(moved)
+
+
+def test_read_header_refuses_a_path_that_is_no_session_file_of_the_store(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    path = _fill(store, _log(1, 1))
+    outside = tmp_path / "copy" / "--projects-demo--" / "s-1" / "session.jsonl"
+    outside.parent.mkdir(parents=True)
+    shutil.copy(path, outside)
+    for wrong in (
+        outside,  # the same layout under another root
+        path.parent,  # the session directory
+        path.with_name("session.jsonl.zstd"),  # the other encoding's name
+        tmp_path / "root" / "--projects-demo--" / "flat.jsonl",  # the obsolete flat layout
+    ):
+        with pytest.raises(StoreLayoutError, match="not a session file of the store"):
+            store.read_header(wrong)
+    linked = tmp_path / "root" / "--projects-demo--" / "s-2"
+    linked.mkdir()
+    (linked / "session.jsonl").symlink_to(outside)
+    with pytest.raises(StoreLayoutError, match="symbolic link"):
+        store.read_header(linked / "session.jsonl")
+
+
 def test_version_refusal_and_header_corruption(tmp_path: Path) -> None:
     line = b'{"type":"session","version":2,"id":"s-1","createdAt":1,"delegationDepth":0}\n'
     _write_raw(tmp_path, line, False)

@@ -48,7 +48,13 @@ def _version() -> str:
 def _run_inspect(args: argparse.Namespace, now: int) -> int:
     from kernel.cli.inspecting import run_inspect
 
-    return run_inspect(args.log, session=args.session, as_json=args.json, now=now)
+    return run_inspect(
+        args.log,
+        session=args.session,
+        as_json=args.json,
+        now=now,
+        normalize_legacy=not args.strict_shapes,
+    )
 
 
 def _run_verify(args: argparse.Namespace, now: int) -> int:
@@ -67,6 +73,7 @@ def _run_verify(args: argparse.Namespace, now: int) -> int:
         minimize=args.minimize,
         strict=args.strict,
         timeout=args.timeout or None,
+        normalize_legacy=not args.strict_shapes,
     )
 
 
@@ -82,13 +89,21 @@ def _run_repair(args: argparse.Namespace, now: int) -> int:
         as_json=args.json,
         now=now,
         strict_tail=args.strict_tail,
+        normalize_legacy=not args.strict_shapes,
     )
 
 
 def _run_export(args: argparse.Namespace, now: int) -> int:
     from kernel.cli.exporting import run_export
 
-    return run_export(args.log, fmt=args.format, session=args.session, view=args.view, now=now)
+    return run_export(
+        args.log,
+        fmt=args.format,
+        session=args.session,
+        view=args.view,
+        now=now,
+        normalize_legacy=not args.strict_shapes,
+    )
 
 
 def _run_acp_serve(args: argparse.Namespace, now: int) -> int:
@@ -98,6 +113,15 @@ def _run_acp_serve(args: argparse.Namespace, now: int) -> int:
         error_line(f"acp-serve needs the ACP SDK: pip install 'session-kernel[acp]' ({exc})")
         return exits.USAGE
     return run_acp_serve(args.store, version=_version())
+
+
+def _add_strict_shapes(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--strict-shapes",
+        action="store_true",
+        help="refuse older v0 shapes (no message ids, steering/message, older turn/end "
+        "reasons) instead of reading them normalized (docs/format/persistence.md Appendix A)",
+    )
 
 
 def _jobs(value: str) -> int:
@@ -154,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--session", metavar="ID", help="the session to show (SQLite; default: all sessions)"
     )
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
+    _add_strict_shapes(inspect)
     inspect.set_defaults(run=_run_inspect)
 
     verify = commands.add_parser(
@@ -222,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="report a log whose check takes longer as timeout, naming its worker, and go "
         f"on (default {DEFAULT_VERIFY_TIMEOUT:g}; 0: no limit)",
     )
+    _add_strict_shapes(verify)
     verify.set_defaults(run=_run_verify)
 
     repair = commands.add_parser(
@@ -251,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="LOG is a quarantine file a repair kept: put its bytes back into the log",
     )
     repair.add_argument("--json", action="store_true", help="print one JSON document")
+    _add_strict_shapes(repair)
     repair.set_defaults(run=_run_repair)
 
     export = commands.add_parser(
@@ -278,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="transcript",
         help="acp: every message in log order (default), or the model-visible history only",
     )
+    _add_strict_shapes(export)
     export.set_defaults(run=_run_export)
 
     serve = commands.add_parser(

@@ -171,10 +171,8 @@ class StoreReader:
                     )
                 if not path.is_file():
                     continue
-                # The store's own header reader and location rule, one session at a time:
-                # JsonlStore.list() stops at the first session it cannot read.
-                header = store._read_header(path)
-                store._check_location(path, header)
+                # One session at a time: JsonlStore.list() stops at the first it cannot read.
+                header = store.read_header(path)
             except (KernelError, OSError) as exc:
                 skipped.append(self.skipped(location, exc))
                 continue

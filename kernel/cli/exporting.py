@@ -30,7 +30,15 @@ def export_document(events: Any, *, session_id: str, fmt: str, view: str) -> Any
     return anthropic_request(events)
 
 
-def run_export(path: str, *, fmt: str, session: str | None, view: str, now: int) -> int:
+def run_export(
+    path: str,
+    *,
+    fmt: str,
+    session: str | None,
+    view: str,
+    now: int,
+    normalize_legacy: bool = True,
+) -> int:
     """Print the projection of one stored session (a database needs `--session` when it
     holds more than one)."""
     kind = kind_of_path(path)
@@ -40,7 +48,7 @@ def run_export(path: str, *, fmt: str, session: str | None, view: str, now: int)
             error_line(f"{path}: the database holds {len(ids)} sessions; choose one with --session")
             return exits.USAGE
         session = ids[0]
-    opened = open_log(path, kind, session=session, now=now)
+    opened = open_log(path, kind, session=session, now=now, normalize_legacy=normalize_legacy)
     events = (*opened.stored, *opened.closers)
     print_json(export_document(events, session_id=opened.session, fmt=fmt, view=view))
     return 0

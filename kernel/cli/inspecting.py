@@ -47,6 +47,7 @@ def report(opened: Opened) -> dict[str, Any]:
         "source": {"path": opened.path, "format": opened.kind, "session": opened.session},
         **body,
         "tail": tail,
+        "normalized": dict(opened.normalized),
     }
 
 
@@ -209,13 +210,28 @@ def render(doc: dict[str, Any]) -> Group:
             )
         )
     parts.append(key_values("Tail", _tail_pairs(doc["tail"])))
+    if doc["normalized"]:
+        parts.append(normalized_line(doc["normalized"]))
     return Group(*parts)
 
 
-def run_inspect(path: str, *, session: str | None, as_json: bool, now: int) -> int:
+def normalized_line(counts: dict[str, int]) -> Text:
+    """One line: how many older v0 events were read normalized, by shape (Appendix A)."""
+    shapes = ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+    return Text(
+        f"normalized {sum(counts.values())} older v0 event(s) in memory ({shapes}); "
+        "the stored bytes are unchanged (--strict-shapes refuses them)",
+        style="yellow",
+    )
+
+
+def run_inspect(
+    path: str, *, session: str | None, as_json: bool, now: int, normalize_legacy: bool = True
+) -> int:
     """Inspect one log file (every session of a SQLite database unless `session` is given)."""
     kind = kind_of_path(path)
-    reports = [report(opened) for opened in open_logs(path, kind, session=session, now=now)]
+    opened = open_logs(path, kind, session=session, now=now, normalize_legacy=normalize_legacy)
+    reports = [report(o) for o in opened]
     if as_json:
         print_json(reports[0] if len(reports) == 1 and kind != SQLITE else reports)
         return 0

@@ -3,13 +3,15 @@
 The store plans the repair from the stored bytes with the pure load pipeline
 (truncate the torn tail, append the interrupted turn's closers) and commits it
 durably; `--dry-run` asks for the plan only. A repaired log plans nothing, so a
-second run reports that there is nothing to do.
+second run reports that there is nothing to do, unless the log keeps what no
+repair changes (a closed turn with an unanswered call, `verify`'s finding).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from rich.console import Group
 from rich.text import Text
@@ -19,6 +21,8 @@ from kernel.cli.inspecting import kind_of_path
 from kernel.cli.output import key_values, print_json, printable_doc, stdout_console, table, text
 from kernel.cli.sources import SQLITE, open_log, tail_records_json
 from kernel.cli.sqlite import repair_sqlite
+from kernel.corpus.check import unanswered_call_findings
+from kernel.events import Event
 from kernel.quarantine import (
     decode_row_quarantine,
     describe_tail_records,
@@ -31,8 +35,15 @@ from kernel.store.sqlite import SqliteStore
 __all__ = ("repair_document", "run_repair", "run_undo", "render")
 
 
-def repair_document(report: RepairReport, *, dry_run: bool) -> dict[str, Any]:
-    """The JSON description of one repair (planned or committed)."""
+def repair_document(
+    report: RepairReport, *, dry_run: bool, findings: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """The JSON description of one repair (planned or committed).
+
+    `findings` are `verify`'s findings on the log as the repair leaves it (an
+    `unanswered-call`): what the log still holds that no repair of the kernel
+    changes.
+    """
     return {
         "location": report.location,
         "dryRun": dry_run,
@@ -51,7 +62,14 @@ def repair_document(report: RepairReport, *, dry_run: bool) -> dict[str, Any]:
             describe_tail_records(report.tail_records) if report.tail_records else None
         ),
         "quarantine": report.quarantine,
+        "findings": list(findings),
     }
+
+
+_LEFT_AS_IS: Final = (
+    "a closed turn cannot be re-closed, so repair leaves it; verify --strict fails on it"
+)
+"""What a repair says of an `unanswered-call` finding: why it stays, and what fails on it."""
 
 
 def render(doc: dict[str, Any]) -> Group:
@@ -63,6 +81,16 @@ def render(doc: dict[str, Any]) -> Group:
     title = Text.assemble(("repair ", "bold"), (doc["location"], "bold cyan"))
     if doc["dryRun"]:
         title.append("  (dry run: nothing written)", style="yellow")
+    if not doc["needed"] and doc["findings"]:
+        lines = [
+            title,
+            Text("no repair the kernel can make: no torn tail, and the last turn is closed"),
+        ]
+        for finding in doc["findings"]:
+            where = f"seq {finding['seq']}: {finding['message']}"
+            lines.append(text(f"but the log has an unanswered call at {where}", "yellow"))
+        lines.append(text(_LEFT_AS_IS, "yellow"))
+        return Group(*lines)
     if not doc["needed"]:
         return Group(title, Text("nothing to repair: the log is balanced and has no torn tail"))
     pairs: list[tuple[str, Any]] = []
@@ -91,6 +119,9 @@ def render(doc: dict[str, Any]) -> Group:
     else:
         pairs.append(("torn tail", "none"))
     pairs.append(("closers", f"{verb_add} {len(doc['closers'])}"))
+    for finding in doc["findings"]:
+        where = f"seq {finding['seq']}: {finding['message']}"
+        pairs.append(("unanswered call", f"{where}; {_LEFT_AS_IS}"))
     parts: list[Any] = [title, key_values("Repair", pairs)]
     if doc["closers"]:
         parts.append(
@@ -109,13 +140,33 @@ def render(doc: dict[str, Any]) -> Group:
 
 
 def _reports(
-    path: str, kind: str, session: str | None, dry_run: bool, now: int, strict_tail: bool
-) -> list[RepairReport]:
+    path: str,
+    kind: str,
+    session: str | None,
+    dry_run: bool,
+    now: int,
+    strict_tail: bool,
+    normalize_legacy: bool,
+) -> list[tuple[RepairReport, tuple[Event, ...]]]:
+    """Each session's repair report, and its events as the repair leaves them."""
     if kind == SQLITE:
-        return repair_sqlite(path, session=session, dry_run=dry_run, now=now)
+        stored = repair_sqlite(
+            path, session=session, dry_run=dry_run, now=now, normalize_legacy=normalize_legacy
+        )
+        return [(one.repair, one.events) for one in stored]
     if session is not None:
-        open_log(path, kind, session=session, now=now)  # CorruptLog when the file holds another id
-    return [repair_file(path, now=now, dry_run=dry_run, strict_tail=strict_tail)]
+        # CorruptLog when the file holds another id
+        open_log(path, kind, session=session, now=now, normalize_legacy=normalize_legacy)
+    report = repair_file(
+        path,
+        now=now,
+        dry_run=dry_run,
+        strict_tail=strict_tail,
+        normalize_legacy=normalize_legacy,
+    )
+    # Read again: the repaired log, or (dry run) the stored one with the closers it would get.
+    left = open_log(path, kind, session=None, now=now, normalize_legacy=normalize_legacy)
+    return [(report, (*left.stored, *left.closers))]
 
 
 def run_repair(
@@ -126,11 +177,15 @@ def run_repair(
     as_json: bool,
     now: int,
     strict_tail: bool = False,
+    normalize_legacy: bool = True,
 ) -> int:
     """Repair one log file (every session of a SQLite database unless `session` is given)."""
     kind = kind_of_path(path)
-    reports = _reports(path, kind, session, dry_run, now, strict_tail)
-    docs = [repair_document(r, dry_run=dry_run) for r in reports]
+    reports = _reports(path, kind, session, dry_run, now, strict_tail, normalize_legacy)
+    docs = [
+        repair_document(r, dry_run=dry_run, findings=unanswered_call_findings(events))
+        for r, events in reports
+    ]
     if as_json:
         print_json(docs[0] if len(docs) == 1 and kind != SQLITE else docs)
         return exits.OK

@@ -13,7 +13,7 @@ import errno
 import fnmatch
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -71,7 +71,8 @@ class Opened:
 
     `stored` is the durable prefix (what is on disk and kept), `closers` what a
     repair appends; `tail` describes the torn tail in the words of the backend
-    (byte offsets for JSONL, a seq for SQLite).
+    (byte offsets for JSONL, a seq for SQLite); `normalized` counts the events
+    read in an older v0 shape, by shape (docs/format/persistence.md Appendix A).
     """
 
     path: str
@@ -80,6 +81,7 @@ class Opened:
     stored: tuple[Event, ...]
     closers: tuple[Event, ...]
     tail: dict[str, Any]
+    normalized: Mapping[str, int] = attrs.field(factory=dict)
 
     @property
     def session(self) -> str:
@@ -303,7 +305,8 @@ def opened_from_loaded(path: str, kind: str, loaded: Loaded, data: bytes | None 
         records = records_in_tail(data, loaded.committed_bytes)
         tail["completeRecords"] = tail_records_json(records)
         tail["completeRecordsSummary"] = describe_tail_records(records)
-    return Opened(path, kind, loaded.header, tuple(stored), tuple(loaded.closers), tail)
+    closers = tuple(loaded.closers)
+    return Opened(path, kind, loaded.header, tuple(stored), closers, tail, dict(loaded.normalized))
 
 
 def opened_from_stored(path: str, stored: StoredSession) -> Opened:
@@ -316,7 +319,9 @@ def opened_from_stored(path: str, stored: StoredSession) -> Opened:
         "droppedRecords": repair.dropped_records,
         "reason": repair.torn_reason,
     }
-    return Opened(path, SQLITE, stored.header, tuple(prefix), tuple(repair.closers), tail)
+    closers = tuple(repair.closers)
+    normalized = dict(stored.normalized)
+    return Opened(path, SQLITE, stored.header, tuple(prefix), closers, tail, normalized)
 
 
 def session_ids(path: str, kind: str, *, session: str | None) -> list[str | None]:
@@ -327,20 +332,28 @@ def session_ids(path: str, kind: str, *, session: str | None) -> list[str | None
     return [session]
 
 
-def open_log(path: str, kind: str, *, session: str | None, now: int) -> Opened:
-    """Load one stored session; raises the kernel's `KernelError`s or `OSError`; writes nothing."""
+def open_log(
+    path: str, kind: str, *, session: str | None, now: int, normalize_legacy: bool = True
+) -> Opened:
+    """Load one stored session; raises the kernel's `KernelError`s or `OSError`; writes nothing.
+
+    Older v0 shapes are normalized in memory unless `normalize_legacy` is false.
+    """
     if kind == SQLITE:
         if session is None:
             raise SessionNotFound("a SQLite database needs a session id")
-        return opened_from_stored(path, inspect_sqlite(path, session=session, now=now))
+        stored = inspect_sqlite(path, session=session, now=now, normalize_legacy=normalize_legacy)
+        return opened_from_stored(path, stored)
     data = read_regular(path)
     load = load_jsonl_zstd if kind == ZSTD else load_jsonl
     with paused_collector():
-        loaded = load(data, session_id=session, now=now)
+        loaded = load(data, session_id=session, now=now, normalize_legacy=normalize_legacy)
     return opened_from_loaded(path, kind, loaded, data)
 
 
-def open_logs(path: str, kind: str, *, session: str | None, now: int) -> Iterator[Opened]:
+def open_logs(
+    path: str, kind: str, *, session: str | None, now: int, normalize_legacy: bool = True
+) -> Iterator[Opened]:
     """Load every stored session of one file (one for JSONL; all or `session` for SQLite)."""
     for sid in session_ids(path, kind, session=session):
-        yield open_log(path, kind, session=sid, now=now)
+        yield open_log(path, kind, session=sid, now=now, normalize_legacy=normalize_legacy)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kernel.store.errors import SessionNotFound, StoreError
-from kernel.store.results import RepairReport, StoredSession
+from kernel.store.results import StoredSession
 from kernel.store.sqlite import SqliteStore
 
 __all__ = ("sqlite_sessions", "inspect_sqlite", "repair_sqlite")
@@ -33,11 +33,13 @@ def _probe(path: str) -> None:
 
 
 @contextmanager
-def _store(path: str, *, read_only: bool = True) -> Iterator[SqliteStore]:
+def _store(
+    path: str, *, read_only: bool = True, normalize_legacy: bool = True
+) -> Iterator[SqliteStore]:
     try:
         if not read_only:
             _probe(path)  # a writable store would create its schema in a pristine file
-        store = SqliteStore(path, read_only=read_only)
+        store = SqliteStore(path, read_only=read_only, normalize_legacy=normalize_legacy)
     except sqlite3.Error as exc:
         raise StoreError(f"SQLite error: {exc}") from None
     try:
@@ -49,9 +51,13 @@ def _store(path: str, *, read_only: bool = True) -> Iterator[SqliteStore]:
 
 
 def sqlite_sessions(path: str, *, session: str | None) -> list[str]:
-    """The ids of the sessions stored in a database (sorted), or `[session]` if it is stored."""
+    """The ids of the sessions stored in a database (sorted), or `[session]` if it is stored.
+
+    No header is decoded: a session whose header is damaged is listed, and reading
+    it names the damage, so one damaged session hides no other.
+    """
     with _store(path) as store:
-        ids = [header.id for header in store.list()]
+        ids = list(store.session_ids())
     if session is None:
         return ids
     if session not in ids:
@@ -59,20 +65,33 @@ def sqlite_sessions(path: str, *, session: str | None) -> list[str]:
     return [session]
 
 
-def inspect_sqlite(path: str, *, session: str, now: int) -> StoredSession:
+def inspect_sqlite(
+    path: str, *, session: str, now: int, normalize_legacy: bool = True
+) -> StoredSession:
     """The balanced view of one stored session and the repair a load would commit; no writes."""
-    with _store(path) as store:
+    with _store(path, normalize_legacy=normalize_legacy) as store:
         return store.inspect(session, now=now)
 
 
-def repair_sqlite(path: str, *, session: str | None, dry_run: bool, now: int) -> list[RepairReport]:
-    """Commit (or with `dry_run` only plan) the repair of one or every stored session."""
+def repair_sqlite(
+    path: str, *, session: str | None, dry_run: bool, now: int, normalize_legacy: bool = True
+) -> list[StoredSession]:
+    """Commit (or with `dry_run` only plan) the repair of one or every stored session.
+
+    Each session comes back as the store's load (or, with `dry_run`, its inspect)
+    returns it: its `repair` report, and its events as the repair leaves them.
+    Repairing every session first reads every header (`SqliteStore.list()`), so a
+    damaged one stops the command before any session is written; `session` repairs
+    one session whatever the others hold.
+    """
     ids = sqlite_sessions(path, session=session)
-    reports: list[RepairReport] = []
-    with _store(path, read_only=dry_run) as store:
+    sessions: list[StoredSession] = []
+    with _store(path, read_only=dry_run, normalize_legacy=normalize_legacy) as store:
+        if session is None and not dry_run:
+            store.list()
         for sid in ids:
             if dry_run:
-                reports.append(store.inspect(sid, now=now).repair)
+                sessions.append(store.inspect(sid, now=now))
             else:
-                reports.append(store.load(sid, now=now).repair)
-    return reports
+                sessions.append(store.load(sid, now=now))
+    return sessions

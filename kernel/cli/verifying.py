@@ -187,6 +187,7 @@ def _verify_all(
     dask_local: bool,
     strict: bool = False,
     log_timeout: float | None = None,
+    normalize_legacy: bool = True,
 ) -> list[corpus.CorpusResult]:
     tasks, results = corpus.plan_tasks(files)
     executor = choose_executor(
@@ -197,7 +198,9 @@ def _verify_all(
         log_timeout=log_timeout,
     )
     bar = None if progress is None else progress.add_task("verifying", total=len(tasks))
-    check = functools.partial(corpus.check_task, now=now, strict=strict)
+    check = functools.partial(
+        corpus.check_task, now=now, strict=strict, normalize_legacy=normalize_legacy
+    )
     late = 0
     for _, found in executor.run(tasks, check):
         results.extend(found)
@@ -281,10 +284,11 @@ def render(results: Sequence[dict[str, Any]], summary: dict[str, int]) -> Group:
     ]
     rows: list[list[Any]] = []
     shown: Counter[str] = Counter()
-    noted = 0
+    noted = normalized = 0
     for result in results:
         status = result["status"]
         noted += bool(result.get("findings"))
+        normalized += bool(result.get("normalized"))
         if status == "ok" and not result.get("findings"):
             continue
         shown[status] += 1
@@ -299,6 +303,14 @@ def render(results: Sequence[dict[str, Any]], summary: dict[str, int]) -> Group:
         parts.append(Text(f"… and {count} more {status} log(s); --json lists them all", "dim"))
     if noted:
         parts.append(Text(f"{noted} passing log(s) with findings; --strict fails them", "dim"))
+    if normalized:
+        parts.append(
+            Text(
+                f"{normalized} log(s) hold older v0 shapes, read normalized in memory; "
+                "--strict-shapes refuses them",
+                "dim",
+            )
+        )
     return Group(*parts)
 
 
@@ -408,6 +420,7 @@ def run_verify(
     minimize: bool = False,
     strict: bool = False,
     timeout: float | None = DEFAULT_VERIFY_TIMEOUT,
+    normalize_legacy: bool = True,
 ) -> int:
     """Verify every log under `paths`; print the report; return the exit status.
 
@@ -418,7 +431,8 @@ def run_verify(
     counterexample per failing log in `minimized_folder(report)`. `strict`
     fails a log on a finding; `timeout` (seconds, None for no limit) is how
     long a log may take before it is reported `timeout` (one line on stderr
-    names it and its worker).
+    names it and its worker). With `normalize_legacy` false, older v0 shapes
+    fail a log instead of being read normalized (`--strict-shapes`).
     """
     if minimize and report is None:
         error_line("--minimize writes beside the report: give --report FILE")
@@ -441,6 +455,7 @@ def run_verify(
             minimize=minimize,
             strict=strict,
             timeout=timeout,
+            normalize_legacy=normalize_legacy,
         )
     except (corpus.ClusterUnavailable, corpus.ReportUnavailable) as exc:
         error_line(str(exc))
@@ -461,6 +476,7 @@ def _run(
     minimize: bool,
     strict: bool,
     timeout: float | None,
+    normalize_legacy: bool,
 ) -> int:
     found = discover(paths, exclude=exclude, hidden=hidden)
     if not found.logs and not found.unreadable:
@@ -474,6 +490,7 @@ def _run(
         "dask_local": dask_local,
         "strict": strict,
         "log_timeout": timeout,
+        "normalize_legacy": normalize_legacy,
     }
     if show_progress:
         columns = (

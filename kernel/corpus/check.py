@@ -134,6 +134,7 @@ def verify_opened(opened: Opened, *, strict: bool = False) -> dict[str, Any]:
         "tail": opened.tail,
         "problems": problems,
         "findings": findings,
+        "normalized": dict(opened.normalized),
     }
 
 
@@ -346,13 +347,15 @@ def check_bytes(
     return result_of(entry, size=len(data), seconds=time.perf_counter() - start)
 
 
-def check_task(task: Task, now: int, *, strict: bool = False) -> tuple[CorpusResult, ...]:
+def check_task(
+    task: Task, now: int, *, strict: bool = False, normalize_legacy: bool = True
+) -> tuple[CorpusResult, ...]:
     """Verify one unit of work; never raises for a bad or unreadable log.
 
     A top-level function of plain values, so a process pool or a Dask worker
     can run it. A SQLite task without a session verifies every session of the
     database (or reports the file when its sessions cannot be listed).
-    `strict` fails findings too.
+    `strict` fails findings too; `normalize_legacy=False` refuses older v0 shapes.
     """
     if task.kind == SQLITE and task.session is None:
         try:
@@ -364,11 +367,22 @@ def check_task(task: Task, now: int, *, strict: bool = False) -> tuple[CorpusRes
         return tuple(
             r
             for sid in sessions
-            for r in check_task(Task(task.path, task.kind, sid), now, strict=strict)
+            for r in check_task(
+                Task(task.path, task.kind, sid),
+                now,
+                strict=strict,
+                normalize_legacy=normalize_legacy,
+            )
         )
     start = time.perf_counter()
     try:
-        opened = open_log(task.path, task.kind, session=task.session, now=now)
+        opened = open_log(
+            task.path,
+            task.kind,
+            session=task.session,
+            now=now,
+            normalize_legacy=normalize_legacy,
+        )
         entry = verify_opened(opened, strict=strict)
     except Exception as exc:  # a verdict on this log; the others are still verified
         entry = failure_entry(task.path, task.kind, task.session, exc)

@@ -21,11 +21,19 @@ from typing import Any, Final
 import attrs
 
 from kernel.codec import header_from_json
-from kernel.durable import Loaded, encode_records, load_jsonl, scan_jsonl, write_jsonl
+from kernel.durable import (
+    Loaded,
+    encode_records,
+    load_jsonl,
+    option_flag,
+    scan_jsonl,
+    write_jsonl,
+)
 from kernel.errors import CorruptLog, SeqMismatch, SessionHeaderError
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
 from kernel.frames import (
     ZSTD_MAGIC,
+    check_max_decoded_bytes,
     encode_zstd_frame,
     frame_end,
     load_jsonl_zstd,
@@ -33,6 +41,7 @@ from kernel.frames import (
     write_jsonl_zstd,
 )
 from kernel.json import safe_int
+from kernel.legacy import normalize_events
 from kernel.quarantine import (
     describe_tail_records,
     parse_quarantine_name,
@@ -171,11 +180,32 @@ def is_zstd_log(data: bytes) -> bool:
 
 
 def _load_bytes(
-    data: bytes, *, zstd: bool, session_id: str | None, now: int, known_types: Collection[str]
+    data: bytes,
+    *,
+    zstd: bool,
+    session_id: str | None,
+    now: int,
+    known_types: Collection[str],
+    normalize: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> Loaded:
-    load = load_jsonl_zstd if zstd else load_jsonl
     with paused_collector():
-        return load(data, session_id=session_id, now=now, known_types=known_types)
+        if zstd:
+            return load_jsonl_zstd(
+                data,
+                session_id=session_id,
+                now=now,
+                known_types=known_types,
+                normalize_legacy=normalize,
+                max_decoded_bytes=max_decoded_bytes,
+            )
+        return load_jsonl(
+            data,
+            session_id=session_id,
+            now=now,
+            known_types=known_types,
+            normalize_legacy=normalize,
+        )
 
 
 def _report(location: str, loaded: Loaded, data: bytes, *, zstd: bool) -> RepairReport:
@@ -206,17 +236,26 @@ def _refuse_intact_tail(report: RepairReport) -> None:
         )
 
 
-def _repair_payload(loaded: Loaded, *, zstd: bool, pack_chunks: bool) -> bytes:
+def _repair_payload(
+    loaded: Loaded, *, zstd: bool, pack_chunks: bool, ranged_sources: bool = False
+) -> bytes:
     """The bytes a repair appends after truncating: closers (and, for Zstandard, the recovered)."""
     if zstd:
         events = (*(loaded.torn_frame.recovered if loaded.torn_frame else ()), *loaded.closers)
-        records = encode_records(events, pack_chunks=pack_chunks)
+        records = encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
         return encode_zstd_frame(records) if records else b""
-    return encode_records(loaded.closers, pack_chunks=pack_chunks)
+    return encode_records(loaded.closers, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
 
 
 def _commit_repair(
-    fd: int, path: Path, data: bytes, loaded: Loaded, *, zstd: bool, pack_chunks: bool
+    fd: int,
+    path: Path,
+    data: bytes,
+    loaded: Loaded,
+    *,
+    zstd: bool,
+    pack_chunks: bool,
+    ranged_sources: bool = False,
 ) -> Path | None:
     """§6.1 / §6.2 / §6.5 on an open, locked file: quarantine the torn tail, truncate to
     the committed end, append the closers, fsync each step; returns the quarantine."""
@@ -225,7 +264,9 @@ def _commit_repair(
         quarantine = write_quarantine(path, loaded.committed_bytes, data[loaded.committed_bytes :])
         os.ftruncate(fd, loaded.committed_bytes)
         os.fsync(fd)
-    payload = _repair_payload(loaded, zstd=zstd, pack_chunks=pack_chunks)
+    payload = _repair_payload(
+        loaded, zstd=zstd, pack_chunks=pack_chunks, ranged_sources=ranged_sources
+    )
     if payload:
         os.lseek(fd, 0, os.SEEK_END)
         _append_durably(fd, payload)
@@ -233,11 +274,25 @@ def _commit_repair(
 
 
 def _converged(
-    data: bytes, zstd: bool, session_id: str | None, now: int, known: Collection[str]
+    data: bytes,
+    zstd: bool,
+    session_id: str | None,
+    now: int,
+    known: Collection[str],
+    normalize: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> Loaded:
     """Re-plan after a committed repair: nothing may be left to do
     (docs/format/persistence.md §5)."""
-    again = _load_bytes(data, zstd=zstd, session_id=session_id, now=now, known_types=known)
+    again = _load_bytes(
+        data,
+        zstd=zstd,
+        session_id=session_id,
+        now=now,
+        known_types=known,
+        normalize=normalize,
+        max_decoded_bytes=max_decoded_bytes,
+    )
     if again.torn or again.closers:
         raise CorruptLog(
             "the committed repair did not converge: the re-read log still needs repair "
@@ -255,17 +310,29 @@ def inspect_file(
     session_id: str | None = None,
     now: int = 0,
     known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+    normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> StoredSession:
     """The balanced view of one JSONL log file (plain or Zstandard, by its first bytes).
 
     Writes nothing; `repair` describes what `repair_file` would commit.
-    `session_id` defaults to the header's own id.
+    `session_id` defaults to the header's own id. `normalize_legacy` and
+    `max_decoded_bytes` are `load_jsonl_zstd`'s.
     """
     file = Path(path)
     data = files.read_file(file)
     zstd = is_zstd_log(data)
-    loaded = _load_bytes(data, zstd=zstd, session_id=session_id, now=now, known_types=known_types)
-    return StoredSession(loaded.header, loaded.events, _report(str(file), loaded, data, zstd=zstd))
+    loaded = _load_bytes(
+        data,
+        zstd=zstd,
+        session_id=session_id,
+        now=now,
+        known_types=known_types,
+        normalize=normalize_legacy,
+        max_decoded_bytes=max_decoded_bytes,
+    )
+    report = _report(str(file), loaded, data, zstd=zstd)
+    return StoredSession(loaded.header, loaded.events, report, loaded.normalized)
 
 
 def repair_file(
@@ -276,6 +343,9 @@ def repair_file(
     pack_chunks: bool = True,
     known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
     strict_tail: bool = False,
+    normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
+    ranged_sources: bool = False,
 ) -> RepairReport:
     """Commit the crash repair of one JSONL log file (§6.1 / §6.2), exactly once.
 
@@ -285,25 +355,41 @@ def repair_file(
     the file and checks nothing is left to repair. With `dry_run` nothing is
     written. The report's `committed` says whether anything was written. With
     `strict_tail`, a torn tail that holds complete records after damage is
-    refused (`CorruptLog`) instead of repaired.
+    refused (`CorruptLog`) instead of repaired. `normalize_legacy` and
+    `max_decoded_bytes` are `load_jsonl_zstd`'s; the stored bytes of an older
+    shape are never rewritten, only the closers are appended. `ranged_sources`
+    spells the `sourceEventSeqs` of what the repair writes with ranges (§2.5).
     """
     file = Path(path)
+    ranged = option_flag(ranged_sources, "ranged_sources")
     fd = os.open(file, (os.O_RDONLY if dry_run else os.O_RDWR) | os.O_CLOEXEC)
     try:
         if not dry_run:
             fcntl.flock(fd, fcntl.LOCK_EX)
         data = _read_all(fd)
         zstd = is_zstd_log(data)
-        loaded = _load_bytes(data, zstd=zstd, session_id=None, now=now, known_types=known_types)
+        loaded = _load_bytes(
+            data,
+            zstd=zstd,
+            session_id=None,
+            now=now,
+            known_types=known_types,
+            normalize=normalize_legacy,
+            max_decoded_bytes=max_decoded_bytes,
+        )
         report = _report(str(file), loaded, data, zstd=zstd)
         if strict_tail:
             _refuse_intact_tail(report)
         if dry_run or not report.needed:
             return report
-        quarantine = _commit_repair(fd, file, data, loaded, zstd=zstd, pack_chunks=pack_chunks)
+        quarantine = _commit_repair(
+            fd, file, data, loaded, zstd=zstd, pack_chunks=pack_chunks, ranged_sources=ranged
+        )
     finally:
         os.close(fd)
-    _converged(files.read_file(file), zstd, None, now, known_types)
+    _converged(
+        files.read_file(file), zstd, None, now, known_types, normalize_legacy, max_decoded_bytes
+    )
     return attrs.evolve(
         report, committed=True, quarantine=None if quarantine is None else str(quarantine)
     )
@@ -380,9 +466,15 @@ class JsonlStore:
 
     `zstd` selects `session.jsonl.zstd` files (a root holds one encoding only);
     `pack_chunks=False` writes delta chunks unpacked (diagnostics);
+    `ranged_sources=True` spells the `sourceEventSeqs` of every record it writes
+    (appends and repairs) with DSH 0.1.2's ranges (§2.5), which older readers
+    refuse; by default they are plain, byte for byte as before;
     `known_types` is the vocabulary the loader accepts without `ignorable`;
     `strict_tail` refuses to repair a torn tail that holds complete records
-    after damage (Decision 14), where by default they are cut and quarantined.
+    after damage (Decision 14), where by default they are cut and quarantined;
+    `normalize_legacy=False` refuses older v0 shapes instead of rewriting them in
+    memory (Appendix A); `max_decoded_bytes` caps a Zstandard log's plaintext as
+    `load_jsonl_zstd` does (None: its default cap).
     A session lives in `<root>/<project dir>/<session dir>/`, the session
     directory named by `session_dir_name(id)` (long ids are shortened with a
     hash); ids are taken in their canonical spelling (`canonical_text`).
@@ -399,11 +491,17 @@ class JsonlStore:
         pack_chunks: bool = True,
         known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
         strict_tail: bool = False,
+        normalize_legacy: bool = True,
+        max_decoded_bytes: int | None = None,
+        ranged_sources: bool = False,
     ) -> None:
         self.root = Path(store_path(root, "JsonlStore root"))
+        self.normalize_legacy = option_flag(normalize_legacy, "normalize_legacy")
+        self.max_decoded_bytes: int | None = check_max_decoded_bytes(max_decoded_bytes)
         self.zstd = zstd
         self.strict_tail = strict_tail
         self.pack_chunks = pack_chunks
+        self.ranged_sources = option_flag(ranged_sources, "ranged_sources")
         self.known_types = known_type_set(known_types)
         self._name = ZSTD_NAME if zstd else PLAIN_NAME
         self._other_name = PLAIN_NAME if zstd else ZSTD_NAME
@@ -502,7 +600,9 @@ class JsonlStore:
             self._append_file(session_id, path, batch)
 
     def _encode(self, batch: tuple[Event, ...]) -> bytes:
-        records = encode_records(batch, pack_chunks=self.pack_chunks)
+        records = encode_records(
+            batch, pack_chunks=self.pack_chunks, ranged_sources=self.ranged_sources
+        )
         return encode_zstd_frame(records) if self.zstd else records
 
     def _materialize(self, header: SessionHeader, batch: tuple[Event, ...]) -> None:
@@ -513,7 +613,9 @@ class JsonlStore:
                 seq=batch[0].seq,
             )
         write = write_jsonl_zstd if self.zstd else write_jsonl
-        data = write(header, batch, pack_chunks=self.pack_chunks)
+        data = write(
+            header, batch, pack_chunks=self.pack_chunks, ranged_sources=self.ranged_sources
+        )
         directory = self.root / project_dir_name(header.cwd) / session_dir_name(header.id)
         _refuse_links(self.root, directory)
         _make_dirs(directory)
@@ -565,7 +667,13 @@ class JsonlStore:
 
     def _plan(self, session_id: str, path: Path, data: bytes, now: int) -> Loaded:
         loaded = _load_bytes(
-            data, zstd=self.zstd, session_id=session_id, now=now, known_types=self.known_types
+            data,
+            zstd=self.zstd,
+            session_id=session_id,
+            now=now,
+            known_types=self.known_types,
+            normalize=self.normalize_legacy,
+            max_decoded_bytes=self.max_decoded_bytes,
         )
         self._check_location(path, loaded.header)
         return loaded
@@ -576,9 +684,8 @@ class JsonlStore:
         path = self._path_of(session_id)
         data = _read_inside(self.root, path)
         loaded = self._plan(session_id, path, data, now)
-        return StoredSession(
-            loaded.header, loaded.events, _report(str(path), loaded, data, zstd=self.zstd)
-        )
+        report = _report(str(path), loaded, data, zstd=self.zstd)
+        return StoredSession(loaded.header, loaded.events, report, loaded.normalized)
 
     def load(self, session_id: str, *, now: int, adopt_live: bool = False) -> StoredSession:
         """Like `inspect`, then commit any needed repair durably, once, and re-read.
@@ -605,20 +712,31 @@ class JsonlStore:
                     f"session {session_id!r} is owned by a live writer and its last turn is open"
                 )
             if not report.needed:
-                return StoredSession(loaded.header, loaded.events, report)
+                return StoredSession(loaded.header, loaded.events, report, loaded.normalized)
             self._tails.pop(session_id, None)
             quarantine = _commit_repair(
-                fd, path, data, loaded, zstd=self.zstd, pack_chunks=self.pack_chunks
+                fd,
+                path,
+                data,
+                loaded,
+                zstd=self.zstd,
+                pack_chunks=self.pack_chunks,
+                ranged_sources=self.ranged_sources,
             )
         finally:
             os.close(fd)
         again = _converged(
-            _read_inside(self.root, path), self.zstd, session_id, now, self.known_types
+            _read_inside(self.root, path),
+            self.zstd,
+            session_id,
+            now,
+            self.known_types,
+            self.normalize_legacy,
+            self.max_decoded_bytes,
         )
         kept = None if quarantine is None else str(quarantine)
-        return StoredSession(
-            again.header, again.events, attrs.evolve(report, committed=True, quarantine=kept)
-        )
+        report = attrs.evolve(report, committed=True, quarantine=kept)
+        return StoredSession(again.header, again.events, report, again.normalized)
 
     def read_from(self, session_id: str, from_seq: int) -> tuple[Event, ...]:
         """Stored events with `seq >= from_seq` from the valid prefix: no repair, no closers."""
@@ -628,18 +746,28 @@ class JsonlStore:
         session_id = canonical_text(session_id)
         path = self._path_of(session_id)
         data = _read_inside(self.root, path)
-        scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)
+        if self.zstd:
+            scan = scan_jsonl_zstd(data, max_decoded_bytes=self.max_decoded_bytes)
+        else:
+            scan = scan_jsonl(data)
         if scan.header.get("id") != session_id:
             raise CorruptLog(f"{path}: the header names session {scan.header.get('id')!r}")
-        return scan.events[start:]
+        events = scan.events
+        if self.normalize_legacy:
+            # A.5: an older shape may need facts from before the suffix.
+            events, _ = normalize_events(events, session_id=session_id)
+        return events[start:]
 
     def list(self) -> tuple[SessionHeader, ...]:
         """Headers of materialized sessions (sorted by id), read without parsing whole logs.
 
-        Raises `StoreLayoutError` for a file of the other encoding, a log file
-        directly inside a project directory (the obsolete flat layout) or one id
-        under two project directories, and `CorruptLog` for a header that does
-        not map to its path.
+        All or nothing: the listing fails on the first session it cannot read,
+        with the error reading it raises. That is `StoreLayoutError` for a file
+        of the other encoding, a log file directly inside a project directory
+        (the obsolete flat layout) or one id under two project directories;
+        `CorruptLog` (naming the file) for a header that is damaged or does not
+        map to its path; `UnsupportedFormat` for a foreign format version. To
+        list past a damaged session, read each session file with `read_header`.
         """
         if not self.root.is_dir():
             return ()
@@ -661,14 +789,48 @@ class JsonlStore:
                 path = entry / self._name
                 if not path.is_file():
                     continue
-                header = self._read_header(path)
-                self._check_location(path, header)
+                header = self._checked_header(path)
                 if header.id in found:
                     raise StoreLayoutError(
                         f"session {header.id!r} is stored twice: {found[header.id][0]} and {path}"
                     )
                 found[header.id] = (path, header)
         return tuple(found[k][1] for k in sorted(found))
+
+    def read_header(self, path: str | os.PathLike[str]) -> SessionHeader:
+        """The stored header of one session file of this store, checked against its place.
+
+        `path` is a session file as a walk of the root finds it:
+        `<root>/<project dir>/<session dir>/session.jsonl` (`session.jsonl.zstd`
+        for a Zstandard store). Only its first line (or first frame) is read,
+        through no symbolic link below the root, and nothing is written. This is
+        what `list()` reads of each session, one file at a time, so a caller can
+        report a damaged session and go on to the next. Raises
+        `StoreLayoutError` for a path that is not a session file's place in this
+        store or is reached through a link, `CorruptLog` (naming the file) for a
+        damaged header or one whose `id` and `cwd` belong elsewhere (§2.2), and
+        `UnsupportedFormat` for a foreign format version.
+        """
+        file = Path(path)
+        try:
+            inside = Path(os.path.abspath(file)).relative_to(os.path.abspath(self.root))
+        except ValueError:
+            inside = None
+        if inside is None or len(inside.parts) != 3 or inside.name != self._name:
+            raise StoreLayoutError(
+                f"{file}: not a session file of the store {self.root} "
+                f"(<root>/<project dir>/<session dir>/{self._name})"
+            )
+        return self._checked_header(self.root / inside)
+
+    def _checked_header(self, path: Path) -> SessionHeader:
+        """`_read_header`, then the location rule; damage is named by its file."""
+        try:
+            header = self._read_header(path)
+        except CorruptLog as exc:
+            raise CorruptLog(f"{path}: {exc}", index=exc.index, seq=exc.seq) from exc
+        self._check_location(path, header)
+        return header
 
     def _read_header(self, path: Path) -> SessionHeader:
         """The header of a log file, reading only its first line (or first frame).

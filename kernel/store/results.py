@@ -7,6 +7,7 @@ can switch layouts without changing how it reads a load or a repair.
 from __future__ import annotations
 
 import attrs
+from pyrsistent import PMap, pmap
 
 from kernel.events import Event, SessionHeader
 from kernel.quarantine import TailRecord
@@ -61,8 +62,11 @@ class StoredSession:
     written); from `load`, it is the repair this load committed (`needed` is
     false when there was nothing to do) and `events` were re-read afterwards.
     The events never hold the end-seed marker a live session adds.
+    `normalized` counts, by shape, the stored events read in an older v0 shape
+    and rewritten in memory (docs/format/persistence.md Appendix A).
     """
 
     header: SessionHeader
     events: tuple[Event, ...]
     repair: RepairReport
+    normalized: PMap[str, int] = attrs.field(factory=pmap)

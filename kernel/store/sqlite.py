@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
+from pyrsistent import PMap, pmap
 
 from kernel.chunks import pack_chunk_rows
 from kernel.codec import event_to_wire, header_from_json
-from kernel.durable import RawScan, plan_load, refuse_version
+from kernel.durable import RawScan, option_flag, plan_load, refuse_version
 from kernel.errors import (
     CorruptLog,
     KernelError,
@@ -33,6 +34,7 @@ from kernel.errors import (
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
 from kernel.fastload import plan_decoded_events, plan_row_lines, scan_row_lines
 from kernel.json import raw, safe_int
+from kernel.legacy import normalize_events
 from kernel.quarantine import (
     RowQuarantine,
     decode_row_quarantine,
@@ -298,6 +300,7 @@ class _Plan:
     closers: tuple[Event, ...]
     scan: RowScan
     revision: int
+    normalized: PMap[str, int] = attrs.field(factory=pmap)
 
 
 def _row_scan(rows: list[tuple[Any, ...]]) -> RowScan:
@@ -343,10 +346,12 @@ class SqliteStore:
         known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
         timeout: float = 30.0,
         read_only: bool = False,
+        normalize_legacy: bool = True,
     ) -> None:
         self.path = store_path(path, "SqliteStore path")
         self.pack_chunks = pack_chunks
         self.known_types = known_type_set(known_types)
+        self.normalize_legacy = option_flag(normalize_legacy, "normalize_legacy")
         self.read_only = read_only
         self.immutable = False
         self._pending: dict[str, SessionHeader] = {}
@@ -577,28 +582,41 @@ class SqliteStore:
         """
         record = _header_record(session)
         session_id, known_types = session[0], self.known_types
+        normalize = self.normalize_legacy
         with paused_collector():
             lines = row_lines(rows)
             if lines is not None:
-                fast = plan_row_lines(record, lines, session_id=session_id, known_types=known_types)
+                fast = plan_row_lines(
+                    record,
+                    lines,
+                    session_id=session_id,
+                    known_types=known_types,
+                    normalize=normalize,
+                )
                 if fast is not None:
                     header, events, closers = fast
                     stored = RowScan(events[: len(events) - len(closers)])
                     return _Plan(header, events, closers, stored, session[10])
             scan = scan_rows([Row(*r) for r in rows])
             planned = plan_decoded_events(
-                record, list(scan.events), session_id=session_id, known_types=known_types
+                record,
+                list(scan.events),
+                session_id=session_id,
+                known_types=known_types,
+                normalize=normalize,
             )
-            if planned is None:
-                raw_scan = RawScan(
-                    header=record,
-                    records=[_wire(e) for e in scan.events],
-                    committed_bytes=0,
-                    total_bytes=0,
-                )
-                planned = plan_load(raw_scan, session_id=session_id, known_types=known_types)
-        header, events, closers = planned
-        return _Plan(header, events, closers, scan, session[10])
+            if planned is not None:
+                return _Plan(*planned, scan, session[10])
+            raw_scan = RawScan(
+                header=record,
+                records=[_wire(e) for e in scan.events],
+                committed_bytes=0,
+                total_bytes=0,
+            )
+            header, events, closers, normalized = plan_load(
+                raw_scan, session_id=session_id, known_types=known_types, normalize=normalize
+            )
+        return _Plan(header, events, closers, scan, session[10], normalized)
 
     def _report(self, session_id: str, plan: _Plan, *, committed: bool) -> RepairReport:
         scan = plan.scan
@@ -728,9 +746,8 @@ class SqliteStore:
         """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
         session_id = canonical_text(session_id)
         plan = self._plan(*self._read(session_id))
-        return StoredSession(
-            plan.header, plan.events, self._report(session_id, plan, committed=False)
-        )
+        report = self._report(session_id, plan, committed=False)
+        return StoredSession(plan.header, plan.events, report, plan.normalized)
 
     def load(self, session_id: str, *, now: int, adopt_live: bool = False) -> StoredSession:
         """Like `inspect`, then commit any needed repair (§6.3) once, and re-read.
@@ -750,7 +767,7 @@ class SqliteStore:
                     f"session {session_id!r} is owned by a live writer and its last turn is open"
                 )
             if not report.needed:
-                return StoredSession(plan.header, plan.events, report)
+                return StoredSession(plan.header, plan.events, report, plan.normalized)
             try:
                 quarantine = self._commit_repair(session_id, plan)
             except _Restart:
@@ -759,9 +776,8 @@ class SqliteStore:
             if again.closers or again.scan.torn_from is not None:
                 raise CorruptLog(f"session {session_id!r}: the committed repair did not converge")
             kept = None if quarantine is None else str(quarantine)
-            return StoredSession(
-                again.header, again.events, attrs.evolve(report, committed=True, quarantine=kept)
-            )
+            report = attrs.evolve(report, committed=True, quarantine=kept)
+            return StoredSession(again.header, again.events, report, again.normalized)
         raise StaleRepair(f"session {session_id!r} kept changing while its repair was planned")
 
     def _exact_rows(
@@ -872,15 +888,23 @@ class SqliteStore:
         start = safe_int(from_seq)
         if start is None or start < 0 or type(from_seq) is bool:
             raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
-        _, rows = self._read(canonical_text(session_id))
+        session_id = canonical_text(session_id)
+        _, rows = self._read(session_id)
         with paused_collector():
-            return _row_scan(rows).events[start:]
+            events = _row_scan(rows).events
+            if self.normalize_legacy:
+                # A.5: an older shape may need facts from before the suffix.
+                events, _ = normalize_events(events, session_id=session_id)
+            return events[start:]
 
     def list(self) -> tuple[SessionHeader, ...]:
         """Headers of materialized sessions, sorted by id (no event rows are read).
 
-        A session stored in a foreign format version makes the listing fail
-        with `UnsupportedFormat`, as loading it would.
+        All or nothing, as `JsonlStore.list()`: the listing fails on the first
+        session whose stored header cannot be read, with the error loading it
+        would raise, naming the session: `CorruptLog` for a damaged header,
+        `UnsupportedFormat` for a foreign format version. To list past a
+        damaged session, take `session_ids()` and read each session on its own.
         """
         with self._transaction(immediate=False) as conn:
             self._check_schema()
@@ -888,3 +912,20 @@ class SqliteStore:
                 f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY id"
             ).fetchall()
         return tuple(_header_of(s) for s in sessions)
+
+    def session_ids(self) -> tuple[str, ...]:
+        """The ids of the materialized sessions, in `list()`'s order, decoding no header.
+
+        Only the `id` column is read, so a session whose other header columns are
+        damaged, or of a foreign format version, is listed all the same: reading
+        it (`inspect`, `load`) names its damage, and one damaged session hides no
+        other. An id whose stored TEXT is not UTF-8 is named by no string; it is
+        `CorruptLog`.
+        """
+        with self._transaction(immediate=False) as conn:
+            self._check_schema()
+            ids = [row[0] for row in conn.execute("SELECT id FROM sessions ORDER BY id")]
+        for session_id in ids:
+            if type(session_id) is not str:
+                raise CorruptLog(f"{self.path}: a stored session id is not UTF-8 TEXT")
+        return tuple(ids)
