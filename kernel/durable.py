@@ -4,50 +4,45 @@ The layout is docs/format/persistence.md §2-§5. The rule to keep in mind:
 damage is tolerated only after the last real `turn/end` (a torn tail,
 removed by repair); the same damage before it is corruption. Everything here
 takes and returns bytes: no file I/O, no clock. Zstandard framing lives in
-`kernel.frames` and reuses the scanner below.
+`kernel.frames`; both hand their scans to the one load pipeline of
+`kernel.loading`, whose `Loaded`, `plan_load` and `loaded_result` are named
+here as well.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
-from pyrsistent import PMap, pmap
 
-from kernel.admission import check_legacy, check_message_shape
 from kernel.chunks import pack_chunk_rows
 from kernel.codec import (
-    event_from_wire,
     event_to_wire,
     header_from_json,
     header_to_json,
     iter_events,
     ranged_spelling,
 )
-from kernel.errors import (
-    CorruptLog,
-    KernelError,
-    UnknownEventType,
-    UnsupportedFormat,
-)
-from kernel.events import (
-    DEFAULT_KNOWN_TYPES,
-    LEGACY_TYPES,
-    REQUEST_HEADER,
-    SURFACE_TYPES,
-    Event,
-    SessionHeader,
-    known_type_set,
-)
-from kernel.fastload import plan_events, scan_events
+from kernel.errors import CorruptLog, KernelError, UnsupportedFormat
+from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
 from kernel.json import FrozenObject, is_number, safe_int, summary, view
 from kernel.jsontext import encode_json_bytes, format_number, parse_json_keeping_negative_zero
-from kernel.legacy import normalize_legacy
-from kernel.log import SessionLog
+from kernel.loading import (
+    TYPED,
+    WIRE,
+    Loaded,
+    RawScan,
+    TornFrame,
+    events_of_records,
+    loaded_result,
+    option_flag,
+    plan_load,
+    plan_scan,
+    scan_lines,
+)
 from kernel.records import scan_records
-from kernel.repair import wire_closers
 
 __all__ = (
     "Scan",
@@ -65,27 +60,12 @@ __all__ = (
     "scan_result",
     "refuse_version",
     "loaded_result",
-    "load_scanned",
-    "RecordScanner",
     "as_stored_bytes",
     "option_flag",
 )
 
 _RETIRED_HEADER_KEYS: Final = ("sandboxMode", "approvalPolicy")
 _OPTIONAL_HEADER_KEYS: Final = ("cwd", "parentSession", "seedLength", "origin")
-
-
-@attrs.frozen
-class TornFrame:
-    """A Zstandard frame the data ends inside (docs/format/persistence.md §8 step 6).
-
-    `truncate_to` is the frame's start offset (repair truncates there);
-    `recovered` are the complete, contiguous events decoded from its readable
-    part, which repair rewrites as a new frame together with the closers.
-    """
-
-    truncate_to: int
-    recovered: tuple[Event, ...] = ()
 
 
 @attrs.frozen
@@ -114,45 +94,6 @@ class Scan:
     def torn(self) -> bool:
         """Whether the stored bytes end in a torn tail."""
         return self.committed_bytes < self.total_bytes
-
-
-@attrs.frozen
-class Loaded:
-    """A loaded log: the admitted header and the balanced events (`prefix + closers`).
-
-    `events` never holds an end-seed marker (the constructor of a live session
-    adds it). `torn` is `committed_bytes < total_bytes`; the other tail fields
-    are as in `Scan`. `normalized` counts the stored events read in an older v0
-    shape and rewritten in memory, by shape (`kernel.legacy.LEGACY_SHAPES`;
-    docs/format/persistence.md Appendix A); the stored bytes are unchanged.
-    """
-
-    header: SessionHeader
-    events: tuple[Event, ...]
-    closers: tuple[Event, ...]
-    committed_bytes: int
-    total_bytes: int
-    torn: bool
-    dropped_records: int = 0
-    torn_reason: str | None = None
-    torn_frame: TornFrame | None = None
-    normalized: PMap[str, int] = attrs.field(factory=pmap)
-
-
-@attrs.frozen
-class RawScan:
-    """A scan before admission: its records are the plain wire dicts the kernel owns (the
-    exact scan, `scan_records`), or events whose shapes their typed decode checked
-    (`kernel.fastload.scan_events`)."""
-
-    header: dict[str, Any]
-    records: list[Any]
-    committed_bytes: int
-    total_bytes: int
-    dropped_records: int = 0
-    torn_reason: str | None = None
-    torn_frame_start: int | None = None
-    recovered_from: int = 0
 
 
 # -- the header line (docs/format/events.md §2.2, docs/format/persistence.md §3.1) -----------------
@@ -288,19 +229,17 @@ def header_line(header: SessionHeader | Mapping[str, Any]) -> bytes:
     return encode_json_bytes(line)
 
 
-RecordScanner = Callable[..., "tuple[int, int, str | None] | None"]
-"""`scan_records` (wire dicts) or `scan_events` (typed events; None when it declines)."""
-
-
-def _scan_plain(data: bytes, scan: RecordScanner = scan_records) -> RawScan | None:
+def _scan_plain(data: bytes, *, typed: bool = False) -> RawScan:
+    """The raw scan of a plain log: by the typed scanner while it can when `typed`
+    (`kernel.loading.scan_lines`), else by the exact one."""
     header_end = data.find(b"\n")
     if header_end == -1:
         raise CorruptLog("empty or header-less log: no complete header line")
     header = parse_header_line(data[:header_end])
     records: list[Any] = []
-    scanned = scan(data, header_end + 1, records, first_line=2)
-    if scanned is None:
-        return None
+    scanned, all_typed = scan_lines(
+        data, header_end + 1, records, typed=typed, first_line=2, label="line"
+    )
     committed, dropped, reason = scanned
     return RawScan(
         header=header,
@@ -309,6 +248,7 @@ def _scan_plain(data: bytes, scan: RecordScanner = scan_records) -> RawScan | No
         total_bytes=len(data),
         dropped_records=dropped,
         torn_reason=reason,
+        kind=TYPED if all_typed else WIRE,
     )
 
 
@@ -321,21 +261,9 @@ def as_stored_bytes(data: Any) -> bytes:
     raise CorruptLog(f"a stored log must be bytes, got {type(data).__name__}")
 
 
-def _events_of(records: Iterable[dict[str, Any]]) -> tuple[Event, ...]:
-    out = []
-    for index, obj in enumerate(records):
-        try:
-            out.append(event_from_wire(obj, f"stored event at index {index}", lossless=False))
-        except KernelError as exc:
-            raise CorruptLog(
-                f"stored event at index {index} is not a valid event: {exc}", index=index
-            ) from exc
-    return tuple(out)
-
-
 def scan_result(raw_scan: RawScan) -> Scan:
     """The public `Scan` of a raw scan: events built (an invalid envelope is `CorruptLog`)."""
-    events = _events_of(raw_scan.records)
+    events = events_of_records(raw_scan.records)
     torn_frame = None
     if raw_scan.torn_frame_start is not None:
         torn_frame = TornFrame(raw_scan.torn_frame_start, events[raw_scan.recovered_from :])
@@ -357,193 +285,7 @@ def scan_jsonl(data: bytes) -> Scan:
     damage inside committed history (or a stored event whose envelope is
     invalid, since `Scan.events` holds built `Event`s).
     """
-    raw_scan = _scan_plain(as_stored_bytes(data))
-    assert raw_scan is not None  # the exact scan always answers
-    return scan_result(raw_scan)
-
-
-# -- the load pipeline (docs/format/persistence.md §5) ---------------------------------------------
-
-
-def _corrupt(exc: KernelError, what: str) -> CorruptLog:
-    return CorruptLog(f"{what}: {exc}", index=exc.index, seq=exc.seq)
-
-
-def _refuse_legacy_events(records: list[Any]) -> None:
-    """R3 over every stored record (docs/format/persistence.md §5)."""
-    for index, obj in enumerate(records):
-        event_type = obj.get("type")
-        if event_type.__class__ is str and (
-            event_type in LEGACY_TYPES or event_type == REQUEST_HEADER
-        ):
-            _at(index, check_legacy, obj, f"stored event at index {index}")
-
-
-def plan_load(
-    raw_scan: RawScan,
-    *,
-    session_id: str | None,
-    known_types: Collection[str],
-    normalize: bool = True,
-) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...], PMap[str, int]]:
-    """`plan_load` of docs/format/persistence.md §5 over a raw scan:
-    `(header, prefix + closers, closers, normalized counts)`.
-
-    Order: identity, R3 over every event, the older-shape normalization of
-    Appendix A (when `normalize`), R10 over every event, the unknown-type rule
-    (`UnknownEventType`, passed through), closers, then header admission and
-    restore admission. Every other failure is re-raised as `CorruptLog` with the
-    specific error as its cause. (The version was refused by the scan already.)
-    """
-    header, records = raw_scan.header, raw_scan.records
-    counts: PMap[str, int] = pmap()
-    try:
-        if session_id is not None and header["id"] != session_id:
-            raise CorruptLog(
-                f"identity mismatch: the stored header names session {summary(header['id'])}, "
-                f"not {summary(session_id)}"
-            )
-        if normalize:
-            _refuse_legacy_events(records)  # R3 ranks before a malformed older shape
-            normalized = normalize_legacy(records, session_id=header["id"])
-            records, counts = normalized.records, normalized.counts
-        # One pass for three rules whose failures rank R3, then R10, then unknown type
-        # (§5): a legacy event fails at once; the others are kept until the pass ends.
-        shape_error: KernelError | None = None
-        unknown: tuple[int, Any] | None = None
-        for index, obj in enumerate(records):
-            event_type = obj.get("type")
-            if event_type.__class__ is not str:
-                if unknown is None and obj.get("ignorable") is not True:
-                    unknown = (index, event_type)
-                continue
-            if event_type in LEGACY_TYPES or event_type == REQUEST_HEADER:
-                _at(index, check_legacy, obj, f"stored event at index {index}")
-            if event_type in SURFACE_TYPES:
-                if shape_error is None:
-                    try:
-                        _at(
-                            index,
-                            check_message_shape,
-                            event_type,
-                            obj.get("data"),
-                            f"stored event at index {index}",
-                        )
-                    except KernelError as exc:
-                        shape_error = exc
-            elif (
-                unknown is None
-                and event_type not in known_types
-                and obj.get("ignorable") is not True
-            ):
-                unknown = (index, event_type)
-        if shape_error is not None:
-            raise shape_error
-    except UnsupportedFormat:
-        raise
-    except KernelError as exc:
-        raise _corrupt(exc, "stored log fails load checks") from exc
-    if unknown is not None:
-        index, event_type = unknown
-        raise UnknownEventType(
-            f"event type {summary(event_type)} at seq {index} is unknown to this reader and not "
-            "ignorable, so the log cannot be interpreted",
-            index=index,
-            seq=index,
-        )
-    try:
-        closers = wire_closers(records)
-        admitted = header_from_json(view(dict(header)), session_id=session_id)
-        log = SessionLog.restore([*records, *closers], header=admitted)
-    except UnsupportedFormat:
-        raise
-    except KernelError as exc:
-        raise _corrupt(exc, "stored log fails restore admission") from exc
-    events = tuple(log.events)
-    return admitted, events, events[len(records) :], counts
-
-
-def _at(index: int, check: Any, *args: Any) -> None:
-    try:
-        check(*args)
-    except KernelError as exc:
-        if exc.index is None:
-            exc.index = index
-        if exc.seq is None:
-            exc.seq = index
-        raise
-
-
-def load_scanned(
-    scan_with: Callable[[RecordScanner], RawScan | None],
-    *,
-    session_id: str | None,
-    known_types: Collection[str],
-    normalize: bool = True,
-) -> Loaded:
-    """Load a stored log by the typed path, or by the exact pipeline when that one declines.
-
-    `scan_with(scanner)` scans the log's records with the given record scanner.
-    The typed path (`kernel.fastload`) answers only when it is sure to give what
-    the exact one gives (it declines any older v0 shape when `normalize`);
-    otherwise `plan_load` runs and names the error.
-    """
-    typed = scan_with(scan_events)
-    if typed is not None:
-        planned = plan_events(
-            typed.header,
-            typed.records,
-            session_id=session_id,
-            known_types=known_types,
-            normalize=normalize,
-        )
-        if planned is not None:
-            return _loaded(typed, *planned)
-    exact = scan_with(scan_records)
-    assert exact is not None  # the exact scan always answers
-    return loaded_result(exact, session_id=session_id, known_types=known_types, normalize=normalize)
-
-
-def loaded_result(
-    raw_scan: RawScan,
-    *,
-    session_id: str | None,
-    known_types: Collection[str],
-    normalize: bool = True,
-) -> Loaded:
-    """Run `plan_load` over a raw scan and package the `Loaded` view."""
-    planned = plan_load(
-        raw_scan, session_id=session_id, known_types=known_types, normalize=normalize
-    )
-    return _loaded(raw_scan, *planned)
-
-
-def _loaded(
-    raw_scan: RawScan,
-    header: SessionHeader,
-    events: tuple[Event, ...],
-    closers: tuple[Event, ...],
-    normalized: PMap[str, int] | None = None,
-) -> Loaded:
-    torn_frame = None
-    if raw_scan.torn_frame_start is not None:
-        recovered = events[raw_scan.recovered_from : len(raw_scan.records)]
-        if normalized:
-            # A repair writes these back: as they were stored, not as normalized.
-            recovered = _events_of(raw_scan.records[raw_scan.recovered_from :])
-        torn_frame = TornFrame(raw_scan.torn_frame_start, recovered)
-    return Loaded(
-        header=header,
-        events=events,
-        closers=closers,
-        committed_bytes=raw_scan.committed_bytes,
-        total_bytes=raw_scan.total_bytes,
-        torn=raw_scan.committed_bytes < raw_scan.total_bytes,
-        dropped_records=raw_scan.dropped_records,
-        torn_reason=raw_scan.torn_reason,
-        torn_frame=torn_frame,
-        normalized=normalized if normalized is not None else pmap(),
-    )
+    return scan_result(_scan_plain(as_stored_bytes(data)))
 
 
 def load_jsonl(
@@ -565,19 +307,14 @@ def load_jsonl(
     """
     stored = as_stored_bytes(data)
     known = known_type_set(known_types)
-    return load_scanned(
-        lambda scan: _scan_plain(stored, scan),
+    normalize = option_flag(normalize_legacy, "normalize_legacy")
+    return plan_scan(
+        _scan_plain(stored, typed=True),
+        lambda: _scan_plain(stored),
         session_id=session_id,
         known_types=known,
-        normalize=option_flag(normalize_legacy, "normalize_legacy"),
+        normalize=normalize,
     )
-
-
-def option_flag(value: Any, name: str) -> bool:
-    """A boolean option, or a named `KernelError` (never a truthy string taken for True)."""
-    if type(value) is not bool:
-        raise KernelError(f"{name} must be True or False, got {summary(value)}")
-    return value
 
 
 # -- writing (docs/format/persistence.md §2.1, §2.4) -----------------------------------------------

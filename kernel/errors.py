@@ -2,10 +2,13 @@
 
 Callers catch a family (`except SurfaceError`), tests assert the exact class.
 Messages name the event (seed index or seq) and the rule; the class and the
-`index`/`seq` attributes are the contract, the wording is not.
+`index`/`seq`/`rule` attributes are the contract, the wording is not.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Final
 
 __all__ = (
     "KernelError",
@@ -32,20 +35,44 @@ __all__ = (
     "LimitExceeded",
     "ToolPairingError",
     "ForkError",
+    "rule_cited",
 )
+
+_CITED_RULE: Final = re.compile(r"\((R[0-9]+[a-z]?|H[0-9]+|A\.[0-9])\)")
+
+
+def rule_cited(message: str) -> str | None:
+    """The rule id a message cites first as `(R7d)`, `(H7)` or `(A.2)`, or None.
+
+    >>> rule_cited("stored event at index 3: sourceEventSeqs must be earlier (R7d)")
+    'R7d'
+    """
+    match = _CITED_RULE.search(message)
+    return None if match is None else match.group(1)
 
 
 class KernelError(ValueError):
     """Base of every error the kernel raises on bad input.
 
     `index` is the zero-based position of the offending input event (seed,
-    restore), `seq` the offending event's seq, when known.
+    restore), `seq` the offending event's seq, when known. `rule` is the id of
+    the rule broken (`"R7d"`, `"H7"`, `"A.2"`; docs/format/admission.md), given
+    or else the first one the message cites, None when it names none; an error
+    that wraps another (a `CorruptLog` from a load) carries its cause's.
     """
 
-    def __init__(self, message: str, *, index: int | None = None, seq: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        index: int | None = None,
+        seq: int | None = None,
+        rule: str | None = None,
+    ):
         super().__init__(message)
         self.index = index
         self.seq = seq
+        self.rule = rule if rule is not None else rule_cited(message)
 
 
 SessionLogError = KernelError

@@ -8,7 +8,7 @@ torn tail, the surface plan (R7-R9) and the closers.
 
 The one thing to know before changing it: this path may only *accept*. Whenever
 it meets a line the schema does not cover, or any rule fails, it answers None
-and the caller runs the exact pipeline (`kernel.durable.plan_load`), which
+and the caller runs the exact pipeline (`kernel.loading.plan_load`), which
 decides and names the error. A torn tail is handled here, since it is no error.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from itertools import accumulate, compress, count
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -56,6 +56,7 @@ from kernel.surface import PRESENT_NULL, surface_state_over
 
 __all__ = (
     "TypedScan",
+    "Declined",
     "scan_events",
     "plan_events",
     "plan_decoded_events",
@@ -81,6 +82,16 @@ _NUMBER_SHAPES: Final = _number_shapes()
 
 TypedScan = tuple[int, int, "str | None"]
 """`(committed, dropped, reason)`, as `kernel.records.scan_records` returns them."""
+
+
+class Declined(NamedTuple):
+    """Where `scan_events` left the lines to the exact scan: the line's offset and number.
+
+    The events before it are complete and admitted; the exact scan continues here.
+    """
+
+    offset: int
+    line_no: int
 
 
 def _no_lossy_number(line: bytes) -> bool:
@@ -266,14 +277,15 @@ def scan_events(
     first_line: int,
     label: str = "line",
     ranged: bool = True,
-) -> TypedScan | None:
+) -> TypedScan | Declined:
     """`kernel.records.scan_records` that builds admitted events, each line decoded once.
 
     Extends `events` with the durable prefix and returns what `scan_records`
     would. A line the typed schema refuses is read as the exact scan reads it
-    and admitted by the exact per-event rules. Returns None when a kept event
-    breaks one of those rules (the exact pipeline must then name the error);
-    raises `CorruptLog` as `scan_records` does.
+    and admitted by the exact per-event rules. Returns `Declined` at the first
+    line whose event breaks one of those rules, with `events` holding the lines
+    before it (the exact scan goes on from there and names the error); raises
+    `CorruptLog` as `scan_records` does.
     """
     find = buf.find
     expected = len(events)
@@ -289,6 +301,7 @@ def scan_events(
         if nl == -1:
             break
         line = buf[pos:nl]
+        line_start = pos
         end = nl + 1
         pos = end
         line_no += 1
@@ -304,7 +317,7 @@ def scan_events(
                     break
                 admitted = _admitted_one_by_one(wires, expected)
                 if admitted is None:
-                    return None
+                    return Declined(line_start, line_no)
                 events.extend(admitted)
                 expected += len(admitted)
                 committed = end
@@ -313,7 +326,7 @@ def scan_events(
             if type(wire) is not OtherEnvelope:  # a chunk row
                 members = _row_members(wire)
                 if members is None:
-                    return None
+                    return Declined(line_start, line_no)
                 if wire.seq0 != expected:
                     issue = row_gap(label, line_no, wire.seq0, expected)
                     break
@@ -330,7 +343,7 @@ def scan_events(
         payload = wire.data
         check = cross_check(event_type)
         if check is not None and not check(payload):
-            return None
+            return Declined(line_start, line_no)
         stored = _StoredLine(line)
         if type(payload) is msgspec.Raw or event_type == ASSISTANT_MESSAGE:
             data = _payload_view(stored, event_type, payload)
@@ -441,7 +454,7 @@ def scan_row_lines(rows: RowLines) -> list[Event] | None:
         scan = scan_events(rows.lines, 0, events, first_line=1, label="row", ranged=False)
     except KernelError:
         return None
-    if scan is None or scan[0] != len(rows.lines) or scan[2] is not None:
+    if isinstance(scan, Declined) or scan[0] != len(rows.lines) or scan[2] is not None:
         return None
     if not rows.member_counts_fit(len(events)):
         return None

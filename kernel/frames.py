@@ -26,22 +26,17 @@ from typing import Any, Final, NamedTuple
 import zstandard
 
 from kernel.durable import (
-    Loaded,
-    RawScan,
-    RecordScanner,
     Scan,
     as_stored_bytes,
     encode_records,
     header_line,
-    load_scanned,
-    option_flag,
     parse_header_line,
     scan_result,
 )
 from kernel.errors import CorruptLog, KernelError, LimitExceeded
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
 from kernel.json import summary
-from kernel.records import scan_records
+from kernel.loading import TYPED, WIRE, Loaded, RawScan, option_flag, plan_scan, scan_lines
 
 __all__ = (
     "ZSTD_MAGIC",
@@ -626,7 +621,7 @@ class _Frames:
             yield start, None if size < 0 else size
 
 
-def _scan_frames(data: bytes, scan: RecordScanner, budget: _Budget) -> RawScan | None:
+def _scan_frames(data: bytes, budget: _Budget, typed: bool) -> RawScan:
     """`scan_frames` itself: find the frames, count every one, then keep and scan the plaintext."""
     total = len(data)
     frames = _Frames()
@@ -661,19 +656,23 @@ def _scan_frames(data: bytes, scan: RecordScanner, budget: _Budget) -> RawScan |
     body = b"".join(pieces)
     del pieces
     records: list[Any] = []
-    scanned = scan(body, 0, records, first_line=1, label="record")
+    scanned, typed = scan_lines(body, 0, records, typed=typed, first_line=1, label="record")
     del body
-    if scanned is None:
-        return None
     reason = scanned[2]
     if reason is not None:  # a reason is given for every byte outside the kept records
         raise CorruptLog(f"damage inside complete (checksummed) Zstandard frames: {reason}")
     if torn_start is None:
-        return RawScan(header=header, records=records, committed_bytes=total, total_bytes=total)
+        return RawScan(
+            header=header,
+            records=records,
+            committed_bytes=total,
+            total_bytes=total,
+            kind=TYPED if typed else WIRE,
+        )
     recovered_from = len(records)
-    scanned = scan(partial, 0, records, first_line=1, label="torn-frame record")
-    if scanned is None:
-        return None
+    scanned, typed = scan_lines(
+        partial, 0, records, typed=typed, first_line=1, label="torn-frame record"
+    )
     _, dropped, tail_reason = scanned
     why = f"Zstandard frame at byte {torn_start} is incomplete"
     if tail_reason is not None:
@@ -687,23 +686,25 @@ def _scan_frames(data: bytes, scan: RecordScanner, budget: _Budget) -> RawScan |
         torn_reason=why,
         torn_frame_start=torn_start,
         recovered_from=recovered_from,
+        kind=TYPED if typed else WIRE,
     )
 
 
 def scan_frames(
-    data: bytes, scan: RecordScanner = scan_records, *, max_decoded_bytes: int | None = None
-) -> RawScan | None:
+    data: bytes, *, typed: bool = False, max_decoded_bytes: int | None = None
+) -> RawScan:
     """The raw scan of a `.jsonl.zstd` log (docs/format/persistence.md §8 reading steps 1-6).
 
-    `scan` reads the records of the frames' plaintext (see `RecordScanner`); None
-    when it declines. `max_decoded_bytes` caps the plaintext this scan decodes
+    The frames are decompressed once; their records are read by the typed scanner
+    while it can when `typed` (`kernel.loading.scan_lines`), else by the exact one.
+    `max_decoded_bytes` caps the plaintext this scan decodes
     (None: `default_max_decoded_bytes(len(data))`); past it, or when the
     frames' declared content sizes already pass it, `LimitExceeded`. So is a
     scan that runs out of memory: a `MemoryError` never escapes.
     """
     budget = _Budget(len(data), max_decoded_bytes)
     try:
-        return _scan_frames(data, scan, budget)
+        return _scan_frames(data, budget, typed)
     except MemoryError:
         pass  # raised below, once the handler has dropped the plaintext the traceback holds
     raise budget.out_of_memory()
@@ -725,9 +726,7 @@ def scan_jsonl_zstd(data: bytes, *, max_decoded_bytes: int | None = None) -> Sca
     """
     stored = as_stored_bytes(data)
     try:
-        raw_scan = scan_frames(stored, max_decoded_bytes=max_decoded_bytes)
-        assert raw_scan is not None  # the exact scan always answers
-        return scan_result(raw_scan)
+        return scan_result(scan_frames(stored, max_decoded_bytes=max_decoded_bytes))
     except MemoryError:
         pass  # raised below, once the handler has dropped what the traceback holds
     raise _Budget(len(stored), max_decoded_bytes).out_of_memory()
@@ -748,15 +747,17 @@ def load_jsonl_zstd(
     is false.
 
     `max_decoded_bytes` caps the plaintext as in `scan_jsonl_zstd` (`LimitExceeded`
-    past it; None is the default cap). The cap applies to each scan: when the
-    typed path declines and the exact pipeline scans again, it has the whole cap.
-    Running out of memory is `LimitExceeded` too.
+    past it; None is the default cap). The cap applies to each scan: when the typed
+    plan declines, the exact pipeline decompresses the frames again (their plaintext
+    is not kept meanwhile) with the whole cap. Running out of memory is
+    `LimitExceeded` too.
     """
     stored = as_stored_bytes(data)
     normalize = option_flag(normalize_legacy, "normalize_legacy")
     try:
-        return load_scanned(
-            lambda scan: scan_frames(stored, scan, max_decoded_bytes=max_decoded_bytes),
+        return plan_scan(
+            scan_frames(stored, typed=True, max_decoded_bytes=max_decoded_bytes),
+            lambda: scan_frames(stored, max_decoded_bytes=max_decoded_bytes),
             session_id=session_id,
             known_types=known_type_set(known_types),
             normalize=normalize,

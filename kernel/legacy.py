@@ -347,6 +347,7 @@ def normalize_legacy(records: list[Any], *, session_id: str, lenient: bool = Fal
                 f"({refused.rule}): {refused.detail}; its data is {summary(record.get('data'))}",
                 index=index,
                 seq=index,
+                rule=refused.rule,
             ) from None
         if rewritten is None:
             continue

@@ -1,8 +1,8 @@
 """Exhaustive crash checking: every event cut and every byte cut of a bounded family of logs.
 
-No Hypothesis: `family(size)` enumerates small model-loop logs deterministically
-(every combination of a few step shapes, plus compactions, rewrites and
-re-seeds between turns), and `check_log` runs the crash laws on every prefix
+No Hypothesis: `family(size, shape=...)` enumerates small model-loop logs
+deterministically (every combination of a few step shapes, plus compactions,
+rewrites and re-seeds between turns), and `check_log` runs the crash laws on every prefix
 `L[:k]` (P30-P35) and loads every byte prefix of `write_jsonl(h, L)` and of
 its Zstandard twin (P37). A failure raises the law's `LawViolation`.
 
@@ -39,6 +39,7 @@ from properties.loop import (
     ExtensionAction,
     LoopLog,
     LoopScript,
+    LoopShape,
     ReplySpec,
     ReseedAction,
     StepSpec,
@@ -82,7 +83,10 @@ def step_shapes() -> dict[str, StepSpec]:
 
     return {
         "text": step(
-            ReplySpec("text", "hello", None, (), stream=1, pieces=3, usage=True), user_input="hi"
+            ReplySpec("text", "hello", None, (), stream=1, pieces=3, usage=True),
+            user_input="hi",
+            # In DSH order a compaction after the step's step/end (the loose order ignores it).
+            compact=CompactAction(start=0, end=9, extra=None, bracket=False),
         ),
         "one call": step(ReplySpec("text", "", None, (_call(0),), stream=1, pieces=4, usage=False)),
         "two calls": step(
@@ -104,7 +108,9 @@ def step_shapes() -> dict[str, StepSpec]:
             ReplySpec("empty", "", None, (), stream=0, pieces=1, usage=True), retry_header=1
         ),
         "interrupted": step(
-            ReplySpec("interrupted", "part", None, (), stream=1, pieces=2, usage=False), todo=True
+            ReplySpec("interrupted", "part", None, (), stream=1, pieces=2, usage=False),
+            todo=True,
+            compact=CompactAction(start=0, end=0, extra=None, bracket=False, failed=True),
         ),
     }
 
@@ -126,12 +132,13 @@ def _between() -> list[tuple[Any, ...]]:
     ]
 
 
-def family(size: str = "small") -> Iterator[LoopLog]:
-    """The bounded family of logs, deterministically (`size` in `SIZES`)."""
+def family(size: str = "small", *, shape: LoopShape = "dsh") -> Iterator[LoopLog]:
+    """The bounded family of logs, deterministically (`size` in `SIZES`), written in the loop
+    order `shape` names (`properties.loop.LOOP_SHAPES`)."""
     shapes = list(step_shapes().values())
     if size == "tiny":
         firsts = [
-            TurnAction(steps=(shape,), reason=0, rewrite=None, rewrite_text="") for shape in shapes
+            TurnAction(steps=(spec,), reason=0, rewrite=None, rewrite_text="") for spec in shapes
         ]
         seconds = [TurnAction(steps=(shapes[1],), reason=1, rewrite=0, rewrite_text="x")]
         betweens = [_between()[2], _between()[4]]
@@ -148,11 +155,13 @@ def family(size: str = "small") -> Iterator[LoopLog]:
         betweens = _between()
     seen: set[str] = set()
     for first in firsts:
-        yield interpret(LoopScript(start_time=1_000, ticks=(1,), actions=(first,)))
+        yield interpret(LoopScript(start_time=1_000, ticks=(1,), actions=(first,), shape=shape))
         if size == "tiny" and first.steps[0] is not shapes[2]:
             continue
         for between, second in itertools.product(betweens, seconds):
-            script = LoopScript(start_time=1_000, ticks=(1, 2), actions=(first, *between, second))
+            script = LoopScript(
+                start_time=1_000, ticks=(1, 2), actions=(first, *between, second), shape=shape
+            )
             log = interpret(script)
             key = repr([e["type"] for e in log.events])
             if size != "full" and key in seen:

@@ -2,17 +2,20 @@
 prefixes.
 
 Hypothesis draws a short list of small *actions* (a turn with its steps, a user
-injection, an extension event, a compaction, a re-seed); `interpret` turns them
+message, an extension event, a compaction, a re-seed); `interpret` turns them
 into wire events deterministically, tracking the surface, the pairing cuts and
 the request-header writer with the independent `properties.model`. Shrinking
 therefore removes whole turns, steps and calls, and a failure shows a short log.
+
+A script's `shape` fixes the order of the events (`LOOP_SHAPES`): DSH's agent-loop
+order by default, or the looser orders v0 also admits. Both must stay valid v0.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import attrs
 from hypothesis import strategies as st
@@ -33,6 +36,9 @@ from properties.shapes import Wire
 
 __all__ = (
     "HEADER_POOL",
+    "LOOP_SHAPES",
+    "LoopShape",
+    "ShapeChoice",
     "CallSpec",
     "ReplySpec",
     "StepSpec",
@@ -86,6 +92,24 @@ differ only by `stop: []` (not equal).
 """
 
 
+LoopShape = Literal["dsh", "loose"]
+"""The order `interpret` writes a script's events in (see `LOOP_SHAPES`)."""
+
+LOOP_SHAPES: tuple[LoopShape, ...] = ("dsh", "loose")
+"""The loop shapes (docs/properties.md, "Loop shapes" says what each writes).
+
+`"dsh"`, the default, is DSH's agent loop: a step claims the user messages sent
+since the previous step right after its `step/start`, each `tool/call` is followed
+by its `tool/result`, and a compaction is `compaction/start`, `compaction/summary`,
+the checkpoint `user/message` and `compaction/end`, back to back. `"loose"` is the
+kit's earlier order: user messages between turns, calls and results interleaved
+with notices, and a compaction as a bare replacing `user/message`.
+"""
+
+ShapeChoice = LoopShape | Literal["any"]
+"""What the strategies' `shape` takes: a loop shape, or `"any"` to draw one per example."""
+
+
 def plain_text() -> st.SearchStrategy[str]:
     """Short ASCII text (the fast default for generated message text)."""
     return st.text(alphabet="abc xyz.", max_size=8)
@@ -125,7 +149,12 @@ class ReplySpec:
 
 @attrs.frozen
 class StepSpec:
-    """One step: input, header decision(s), context, stream, message, calls and results."""
+    """One step: input, header decision(s), context, stream, message, calls and results.
+
+    `schedule` and `injections` order the calls and results and place system notices
+    between them (loose shape only); `compact` is a compaction right after the step's
+    `step/end` (DSH shape only).
+    """
 
     user_input: str | None
     header: int
@@ -136,6 +165,7 @@ class StepSpec:
     schedule: tuple[int, ...]
     injections: tuple[int, ...]
     todo: bool
+    compact: CompactAction | None = None
 
 
 @attrs.frozen
@@ -154,7 +184,11 @@ class TurnAction:
 
 @attrs.frozen
 class UserAction:
-    """A `user/message` injected between turns."""
+    """A user's message sent between turns.
+
+    Loose shape: a `user/message` written where it is. DSH shape: written by the next
+    step that starts, after its `step/start` (never written if no step follows).
+    """
 
     text: str
 
@@ -171,12 +205,18 @@ class ExtensionAction:
 
 @attrs.frozen
 class CompactAction:
-    """A compaction over a balanced surface range, chosen by `start`/`end` picks."""
+    """A compaction over a balanced surface range, chosen by `start`/`end` picks.
+
+    Loose shape: `extra` adds a citation, `bracket` adds `compaction/start` and
+    `compaction/end`. DSH shape: `failed` writes `compaction/start` and
+    `compaction/end` with an `error`, and nothing is replaced.
+    """
 
     start: int
     end: int
     extra: int | None
     bracket: bool
+    failed: bool = False
 
 
 @attrs.frozen
@@ -189,12 +229,13 @@ Action = TurnAction | UserAction | ExtensionAction | CompactAction | ReseedActio
 
 @attrs.frozen
 class LoopScript:
-    """What Hypothesis draws: a start time, a clock pattern and the actions."""
+    """What Hypothesis draws: a start time, a clock pattern, the actions and the loop shape."""
 
     start_time: int
     ticks: tuple[int, ...]
     actions: tuple[Action, ...]
     rich: bool = False
+    shape: LoopShape = attrs.field(default="dsh", validator=attrs.validators.in_(LOOP_SHAPES))
 
 
 @attrs.frozen
@@ -283,6 +324,7 @@ class _Builder:
     time: int = 0
     attempts: list[Attempt] = attrs.Factory(list)
     seeds: list[int] = attrs.Factory(list)
+    queued: list[str] = attrs.Factory(list)
 
     def emit(
         self,
@@ -312,6 +354,10 @@ class _Builder:
     @property
     def next_seq(self) -> int:
         return len(self.events)
+
+    @property
+    def dsh(self) -> bool:
+        return self.script.shape == "dsh"
 
 
 def _split(text: str, pieces: int) -> list[str]:
@@ -425,7 +471,23 @@ def _stream(b: _Builder, turn: int, step_no: int, reply: ReplySpec, blocks: list
 _RICH_META: dict[str, Any] = {"b": 1, "10": 2, "a": 3.0, "2": [1e16, 1e-7, 1e21, 2.5]}
 
 
+def _tool_result(
+    b: _Builder, turn: int, step_no: int, block: dict[str, Any], spec: CallSpec, call_seq: int
+) -> None:
+    seq = b.next_seq
+    message = shapes.tool_result_message(
+        f"r{seq}", block["id"], [{"type": "text", "text": spec.output}], is_error=spec.is_error
+    )
+    error = {"name": "ToolError", "code": "E_TOOL"} if spec.is_error else None
+    meta: Any = copy.deepcopy(_RICH_META) if b.script.rich else {"tags": ["a"]}
+    data = shapes.tool_result_data(
+        turn, step_no, message, error=error, meta=meta, with_meta=spec.meta
+    )
+    b.emit("tool/result", data, surface_op="append", sources=[call_seq])
+
+
 def _results(b: _Builder, turn: int, step_no: int, step: StepSpec, blocks: list[Any]) -> None:
+    """Loose shape: calls and results in the order `step.schedule` picks, notices between."""
     calls = [bl for bl in blocks if bl["type"] == "tool-call"]
     specs = step.reply.calls
     n = len(calls)
@@ -439,7 +501,7 @@ def _results(b: _Builder, turn: int, step_no: int, step: StepSpec, blocks: list[
         avail: list[tuple[str, int]] = [("call", len(called))] if len(called) < n else []
         avail += [("result", i) for i in pending]
         kind, i = avail[next(picks, 0) % len(avail)]
-        block, spec = calls[i], specs[i]
+        block = calls[i]
         if kind == "call":
             call_seq[i] = b.emit(
                 "tool/call",
@@ -449,19 +511,7 @@ def _results(b: _Builder, turn: int, step_no: int, step: StepSpec, blocks: list[
             )
             called.append(i)
         else:
-            seq = b.next_seq
-            message = shapes.tool_result_message(
-                f"r{seq}",
-                block["id"],
-                [{"type": "text", "text": spec.output}],
-                is_error=spec.is_error,
-            )
-            error = {"name": "ToolError", "code": "E_TOOL"} if spec.is_error else None
-            meta: Any = copy.deepcopy(_RICH_META) if b.script.rich else {"tags": ["a"]}
-            data = shapes.tool_result_data(
-                turn, step_no, message, error=error, meta=meta, with_meta=spec.meta
-            )
-            b.emit("tool/result", data, surface_op="append", sources=[call_seq[i]])
+            _tool_result(b, turn, step_no, block, specs[i], call_seq[i])
             answered.add(i)
         if op_index in step.injections and len(called) > len(answered):
             seq = b.next_seq
@@ -473,11 +523,34 @@ def _results(b: _Builder, turn: int, step_no: int, step: StepSpec, blocks: list[
         op_index += 1
 
 
+def _results_in_order(
+    b: _Builder, turn: int, step_no: int, step: StepSpec, blocks: list[Any]
+) -> None:
+    """DSH shape: each `tool/call`, then its `tool/result`, in the message's order."""
+    calls = [bl for bl in blocks if bl["type"] == "tool-call"]
+    # An empty or interrupted reply has no tool-call blocks, whatever calls were drawn.
+    for block, spec in zip(calls, step.reply.calls, strict=False):
+        call_seq = b.emit(
+            "tool/call",
+            shapes.tool_call_data(turn, step_no, block["id"], block["name"], block["arguments"]),
+        )
+        _tool_result(b, turn, step_no, block, spec, call_seq)
+
+
+def _user(b: _Builder, text: str) -> None:
+    seq = b.next_seq
+    b.emit("user/message", shapes.user_message(f"u{seq}", text), surface_op="append")
+
+
 def _step(b: _Builder, turn: int, step_no: int, step: StepSpec) -> None:
     b.emit("step/start", {"turn": turn, "step": step_no})
+    if b.dsh:
+        # DSH's step claims the messages sent since the previous step.
+        for text in b.queued:
+            _user(b, text)
+        b.queued.clear()
     if step.user_input is not None:
-        seq = b.next_seq
-        b.emit("user/message", shapes.user_message(f"u{seq}", step.user_input), surface_op="append")
+        _user(b, step.user_input)
     _request(b, turn, step, step.header, retry=False)
     if step.retry_header is not None:
         b.emit("llm/retry", {"attempt": 2})
@@ -500,8 +573,13 @@ def _step(b: _Builder, turn: int, step_no: int, step: StepSpec) -> None:
     b.emit("assistant/message", data, surface_op="append", sources=sources)
     if step.todo:
         b.emit("todo/write", {"todos": [{"content": "check", "status": "in_progress"}]})
-    _results(b, turn, step_no, step, blocks)
+    if b.dsh:
+        _results_in_order(b, turn, step_no, step, blocks)
+    else:
+        _results(b, turn, step_no, step, blocks)
     b.emit("step/end", {"turn": turn, "step": step_no})
+    if b.dsh and step.compact is not None:
+        _compact(b, step.compact)
 
 
 def _rewrite(b: _Builder, pick: int, text: str) -> None:
@@ -522,7 +600,8 @@ def _turn(b: _Builder, action: TurnAction) -> None:
     b.emit("turn/start", {"turn": turn})
     for k, step in enumerate(action.steps, start=1):
         _step(b, turn, k, step)
-    if action.rewrite is not None:
+    # In DSH order a turn's surface events follow its first step/start: no step, no rewrite.
+    if action.rewrite is not None and (action.steps or not b.dsh):
         _rewrite(b, action.rewrite, action.rewrite_text)
     reasons = shapes.turn_end_reasons()
     b.emit(
@@ -530,18 +609,28 @@ def _turn(b: _Builder, action: TurnAction) -> None:
     )
 
 
-def _compact(b: _Builder, action: CompactAction) -> None:
+def _compaction_range(b: _Builder, action: CompactAction) -> list[int] | None:
+    """The shadowed nodes the picks choose: a surface range between two balanced cuts."""
     nodes = list(b.surface.nodes)
     cuts = pairing_cuts(b.events, nodes)
     starts = [i for i in range(len(nodes)) if cuts[i]]
     if not starts:
-        return
+        return None
     i = starts[action.start % len(starts)]
     ends = [j for j in range(i, len(nodes)) if cuts[j + 1]]
     if not ends:
-        return
+        return None
     j = ends[action.end % len(ends)]
-    shadowed = nodes[i : j + 1]
+    return nodes[i : j + 1]
+
+
+def _compact(b: _Builder, action: CompactAction) -> None:
+    shadowed = _compaction_range(b, action)
+    if shadowed is None:
+        return
+    if b.dsh:
+        _compact_transaction(b, action, shadowed)
+        return
     sources = list(shadowed)
     seq = b.next_seq + (1 if action.bracket else 0)
     if action.extra is not None:
@@ -549,15 +638,52 @@ def _compact(b: _Builder, action: CompactAction) -> None:
         if extra not in sources:
             sources.append(extra)
     if action.bracket:
-        b.emit("compaction/start", {"range": [nodes[i], nodes[j]]})
+        b.emit("compaction/start", {"range": [shadowed[0], shadowed[-1]]})
     b.emit(
         "user/message",
         shapes.user_message(f"s{seq}", f"summary of {len(shadowed)} messages", kind="plugin"),
-        surface_op=shapes.replace_op(nodes[i], nodes[j]),
+        surface_op=shapes.replace_op(shadowed[0], shadowed[-1]),
         sources=sources,
     )
     if action.bracket:
         b.emit("compaction/end", {})
+
+
+def _compact_transaction(b: _Builder, action: CompactAction, shadowed: list[int]) -> None:
+    """DSH shape: start, summary, checkpoint and end, back to back (start and end if failed).
+
+    `turn` is the open turn, or between turns the last one (0 before the first).
+    """
+    compaction_id = f"k{b.next_seq}"  # a seq: unique in the log, across re-seeds too
+    turn = b.turn
+    start = b.emit("compaction/start", shapes.compaction_start_data(compaction_id, turn))
+    if action.failed:
+        error = {"message": "the summary request failed", "code": "E_COMPACT"}
+        b.emit("compaction/end", shapes.compaction_end_data(compaction_id, turn, error=error))
+        return
+    text = f"summary of {len(shadowed)} messages"
+    summary = b.emit(
+        "compaction/summary",
+        shapes.compaction_summary_data(
+            compaction_id,
+            [{"type": "text", "text": text}],
+            shadowed,
+            provider=_CONFIG["provider"],
+            model=_CONFIG["model"],
+        ),
+    )
+    seq = b.next_seq
+    b.emit(
+        "user/message",
+        shapes.checkpoint_message(f"s{seq}", text, compaction_id),
+        surface_op=shapes.replace_op(shadowed[0], shadowed[-1]),
+        sources=[start, summary, *shadowed],
+    )
+    b.emit("compaction/end", shapes.compaction_end_data(compaction_id, turn))
+
+
+# A lone `compaction/start` or `compaction/end` would be a broken transaction in DSH order.
+_DSH_EXTENSIONS = tuple(k for k in shapes.KNOWN_EXTENSIONS if not k.startswith("compaction/"))
 
 
 def _extension(b: _Builder, action: ExtensionAction) -> None:
@@ -565,7 +691,8 @@ def _extension(b: _Builder, action: ExtensionAction) -> None:
         kind = shapes.IGNORABLE_EXTENSIONS[action.kind % len(shapes.IGNORABLE_EXTENSIONS)]
         b.emit(kind, copy.deepcopy(action.payload), ignorable=True)
     else:
-        kind = shapes.KNOWN_EXTENSIONS[action.kind % len(shapes.KNOWN_EXTENSIONS)]
+        kinds = _DSH_EXTENSIONS if b.dsh else shapes.KNOWN_EXTENSIONS
+        kind = kinds[action.kind % len(kinds)]
         b.emit(kind, copy.deepcopy(action.payload), ignorable=action.ignorable)
 
 
@@ -578,14 +705,16 @@ def _reseed(b: _Builder) -> None:
 
 
 def interpret(script: LoopScript) -> LoopLog:
-    """Turn a script into a log, deterministically."""
+    """Turn a script into a log, deterministically, in the order `script.shape` names."""
     b = _Builder(script=script, time=script.start_time)
     for action in script.actions:
         if isinstance(action, TurnAction):
             _turn(b, action)
         elif isinstance(action, UserAction):
-            seq = b.next_seq
-            b.emit("user/message", shapes.user_message(f"u{seq}", action.text), surface_op="append")
+            if b.dsh:
+                b.queued.append(action.text)  # written by the next step that starts
+            else:
+                _user(b, action.text)
         elif isinstance(action, ExtensionAction):
             _extension(b, action)
         elif isinstance(action, CompactAction):
@@ -622,9 +751,26 @@ def _replies(text: st.SearchStrategy[str], max_calls: int) -> st.SearchStrategy[
     )
 
 
-def _steps(text: st.SearchStrategy[str], max_calls: int) -> st.SearchStrategy[StepSpec]:
+def _compactions(shape: LoopShape) -> st.SearchStrategy[CompactAction]:
+    dsh = shape == "dsh"
+    return st.builds(
+        CompactAction,
+        start=st.integers(0, 6),
+        end=st.integers(0, 6),
+        # Each shape draws only the fields it reads, so shrinking never spends a step on the others.
+        extra=st.none() if dsh else st.none() | st.integers(0, 50),
+        bracket=st.just(False) if dsh else st.booleans(),
+        failed=st.sampled_from([False, False, False, True]) if dsh else st.just(False),
+    )
+
+
+def _steps(
+    text: st.SearchStrategy[str], max_calls: int, shape: LoopShape
+) -> st.SearchStrategy[StepSpec]:
     # Mostly the first header, so that unchanged headers (no event, `series`) are common.
     header = st.sampled_from([0, 0, 0, 0, 0, *range(len(HEADER_POOL))])
+    dsh = shape == "dsh"
+    none: st.SearchStrategy[CompactAction | None] = st.none()
     return st.builds(
         StepSpec,
         user_input=st.none() | text,
@@ -633,9 +779,11 @@ def _steps(text: st.SearchStrategy[str], max_calls: int) -> st.SearchStrategy[St
         retry_header=st.none() | header,
         window=st.booleans(),
         reply=_replies(text, max_calls),
-        schedule=st.lists(st.integers(0, 5), max_size=6).map(tuple),
-        injections=st.lists(st.integers(0, 5), max_size=2).map(tuple),
+        schedule=st.just(()) if dsh else st.lists(st.integers(0, 5), max_size=6).map(tuple),
+        injections=st.just(()) if dsh else st.lists(st.integers(0, 5), max_size=2).map(tuple),
         todo=st.booleans(),
+        # One step in four compacts after its step/end (DSH's in-turn compaction).
+        compact=st.one_of(none, none, none, _compactions(shape)) if dsh else none,
     )
 
 
@@ -644,20 +792,22 @@ def _actions(
     max_steps: int,
     max_calls: int,
     payload: st.SearchStrategy[Any],
-    min_steps: int = 0,
+    min_steps: int,
+    shape: LoopShape,
 ) -> st.SearchStrategy[Action]:
     turn = st.builds(
         TurnAction,
         steps=st.lists(
-            _steps(text, max_calls), min_size=min(min_steps, max_steps), max_size=max_steps
+            _steps(text, max_calls, shape), min_size=min(min_steps, max_steps), max_size=max_steps
         ).map(tuple),
         reason=st.integers(0, len(shapes.turn_end_reasons()) - 1),
         rewrite=st.none() | st.integers(0, 5),
         rewrite_text=text,
         restart=st.sampled_from([False, False, False, True]),
     )
-    # A user message first: the shrinker moves towards the first branch, and one event is the
-    # simplest action (a turn is drawn three times as often as each other kind).
+    # A user message first: the shrinker moves towards the first branch, and it is the
+    # simplest action (one event, or none in DSH order until a step claims it); a turn is
+    # drawn three times as often as each other kind.
     return st.one_of(
         st.builds(UserAction, text=text),
         turn,
@@ -670,13 +820,7 @@ def _actions(
             ignorable=st.booleans(),
             payload=payload,
         ),
-        st.builds(
-            CompactAction,
-            start=st.integers(0, 6),
-            end=st.integers(0, 6),
-            extra=st.none() | st.integers(0, 50),
-            bracket=st.booleans(),
-        ),
+        _compactions(shape),
         st.just(ReseedAction()),
     )
 
@@ -689,9 +833,32 @@ def loop_scripts(
     rich: bool = False,
     min_actions: int = 0,
     min_steps: int = 0,
+    shape: ShapeChoice = "dsh",
 ) -> st.SearchStrategy[LoopScript]:
     """Scripts for `interpret`. `rich=True` draws G-json text, array-index keys and odd numbers;
-    `min_actions` / `min_steps` make longer logs (e.g. several requests for the writer laws)."""
+    `min_actions` / `min_steps` make longer logs (e.g. several requests for the writer laws);
+    `shape` is one of `LOOP_SHAPES`, or `"any"` to draw one per example (shrinking to `"dsh"`).
+    """
+    if shape == "any":
+        # `one_of` over built strategies, not `flatmap`: a flatmap builds the whole strategy
+        # again for every example, which made drawing three times slower. The first branch is
+        # the one the shrinker moves towards.
+        return st.one_of(
+            *(
+                loop_scripts(
+                    max_actions=max_actions,
+                    max_steps=max_steps,
+                    max_calls=max_calls,
+                    rich=rich,
+                    min_actions=min_actions,
+                    min_steps=min_steps,
+                    shape=drawn,
+                )
+                for drawn in LOOP_SHAPES
+            )
+        )
+    if shape not in LOOP_SHAPES:
+        raise ValueError(f"shape must be one of {LOOP_SHAPES} or 'any', not {shape!r}")
     text = json_strings(max_size=9) if rich else plain_text()
     payload: st.SearchStrategy[Any] = (
         st.one_of(json_values(max_leaves=5), array_index_objects())
@@ -703,11 +870,12 @@ def loop_scripts(
         start_time=st.one_of(st.just(1_760_000_000_000), st.integers(-(10**6), 2**52)),
         ticks=st.lists(st.integers(-3, 400), max_size=3).map(tuple),
         actions=st.lists(
-            _actions(text, max_steps, max_calls, payload, min_steps),
+            _actions(text, max_steps, max_calls, payload, min_steps, shape),
             min_size=min(min_actions, max_actions),
             max_size=max_actions,
         ).map(tuple),
         rich=st.just(rich),
+        shape=st.just(shape),
     )
 
 
@@ -719,8 +887,10 @@ def loop_logs(
     rich: bool = False,
     min_actions: int = 0,
     min_steps: int = 0,
+    shape: ShapeChoice = "dsh",
 ) -> st.SearchStrategy[LoopLog]:
-    """G-loop: valid, well-formed model-loop logs (every turn closed)."""
+    """G-loop: valid, well-formed model-loop logs (every turn closed), in DSH's loop order
+    unless `shape` says otherwise (`LOOP_SHAPES`, or `"any"`)."""
     return loop_scripts(
         max_actions=max_actions,
         max_steps=max_steps,
@@ -728,18 +898,20 @@ def loop_logs(
         rich=rich,
         min_actions=min_actions,
         min_steps=min_steps,
+        shape=shape,
     ).map(interpret)
 
 
 def loop_events(**kwargs: Any) -> st.SearchStrategy[tuple[Event, ...]]:
-    """G-loop logs as kernel `Event`s."""
+    """G-loop logs as kernel `Event`s (`kwargs` as for `loop_logs`, `shape` included)."""
     return loop_logs(**kwargs).map(LoopLog.kernel_events)
 
 
 def crash_prefixes(**kwargs: Any) -> st.SearchStrategy[CrashPrefix]:
     """G-crash: `CrashPrefix(log, k)`, a G-loop log and a cut `0 <= k <= len(log)` (the prefix
     is `log.events[:k]`; it unpacks as `log, k`). `k` shrinks towards the log's end, so a
-    shrunk prefix is a short log cut late, not a long log cut early."""
+    shrunk prefix is a short log cut late, not a long log cut early. `kwargs` go to
+    `loop_logs` (`shape` included: DSH order by default)."""
     logs = loop_logs(**kwargs)
 
     @st.composite

@@ -17,7 +17,7 @@ import attrs
 from hypothesis import strategies as st
 
 from properties import shapes
-from properties.loop import LoopLog, loop_logs
+from properties.loop import LoopLog, ShapeChoice, loop_logs
 from properties.model import surface_of
 from properties.report import pretty_as_repr
 from properties.shapes import Wire
@@ -113,7 +113,10 @@ def _user_with(**env: Any) -> _Maker:
 
 def _self_citation(prefix: Sequence[Wire], pick: int) -> Wire:
     n = len(prefix)
-    return _user(n, surfaceOp="append", sourceEventSeqs=[pick % (n + 1), n][-(1 + pick % 2) :])
+    cited = [pick % (n + 1), n][-(1 + pick % 2) :]
+    if cited == [n, n]:  # a duplicate breaks R7d, which is checked first
+        cited = [n]
+    return _user(n, surfaceOp="append", sourceEventSeqs=cited)
 
 
 def _duplicate_citation(prefix: Sequence[Wire], pick: int) -> Wire | None:
@@ -427,14 +430,22 @@ def mutate(prefix: Sequence[Wire], label: str, pick: int) -> Mutation | None:
 
 
 def mutation_cases(
-    *, labels: Sequence[str] | None = None, logs: st.SearchStrategy[LoopLog] | None = None
+    *,
+    labels: Sequence[str] | None = None,
+    logs: st.SearchStrategy[LoopLog] | None = None,
+    shape: ShapeChoice = "dsh",
 ) -> st.SearchStrategy[MutationCase]:
     """A G-loop prefix, a single-rule mutation of its next event, and the real next event.
 
     `labels` restricts the rules broken (default: all of `MUTATIONS`); the cut is drawn
-    among the prefixes the chosen mutation applies to.
+    among the prefixes the chosen mutation applies to. `logs` replaces the G-loop logs
+    (of loop shape `shape`) the prefixes are cut from.
     """
-    source = logs if logs is not None else loop_logs(max_actions=4, min_actions=1, min_steps=1)
+    source = (
+        logs
+        if logs is not None
+        else loop_logs(max_actions=4, min_actions=1, min_steps=1, shape=shape)
+    )
     names = list(labels) if labels is not None else sorted(MUTATIONS)
 
     def build(log: LoopLog, cut: int, which: int, pick: int) -> MutationCase | None:
@@ -474,9 +485,12 @@ class RewriteCase:
         return f"RewriteCase(target={self.target}, change={self.change})\n{format_log(self.prefix)}"
 
 
-def rewrite_cases(change: str | object | None = ...) -> st.SearchStrategy[RewriteCase]:
-    """A G-loop log with at least one tool/result node; a rewrite changing content, plus the
-    field `change` (default: drawn from None and every key of `REWRITE_FIELDS`)."""
+def rewrite_cases(
+    change: str | object | None = ..., *, shape: ShapeChoice = "dsh"
+) -> st.SearchStrategy[RewriteCase]:
+    """A G-loop log (loop shape `shape`) with at least one tool/result node; a rewrite changing
+    content, plus the field `change` (default: drawn from None and every key of
+    `REWRITE_FIELDS`)."""
     changes: st.SearchStrategy[str | None] = (
         st.none() | st.sampled_from(sorted(REWRITE_FIELDS)) if change is ... else st.just(change)  # type: ignore[arg-type]
     )
@@ -489,7 +503,7 @@ def rewrite_cases(change: str | object | None = ...) -> st.SearchStrategy[Rewrit
 
     cases = st.builds(
         build,
-        loop_logs(max_actions=3, min_actions=1, min_steps=1, max_calls=2),
+        loop_logs(max_actions=3, min_actions=1, min_steps=1, max_calls=2, shape=shape),
         st.integers(0, 100),
         changes,
     )
@@ -552,16 +566,18 @@ class LegacyInsertion:
         return f"LegacyInsertion({self.label} at {self.position})\n{format_log(self.events)}"
 
 
-def legacy_insertions(label: str | None = None) -> st.SearchStrategy[LegacyInsertion]:
-    """A G-loop log with a `request/header-delta`, `mode/set` or fallback header inserted
-    (`label`, a key of `LEGACY_EVENTS`, fixes which)."""
+def legacy_insertions(
+    label: str | None = None, *, shape: ShapeChoice = "dsh"
+) -> st.SearchStrategy[LegacyInsertion]:
+    """A G-loop log (loop shape `shape`) with a `request/header-delta`, `mode/set` or fallback
+    header inserted (`label`, a key of `LEGACY_EVENTS`, fixes which)."""
 
     def build(log: LoopLog, label: str, at: int) -> LegacyInsertion:
         k = at % (len(log.events) + 1)
         return LegacyInsertion(label, k, tuple(insert_event(log.events, k, LEGACY_EVENTS[label])))
 
     labels = st.sampled_from(sorted(LEGACY_EVENTS)) if label is None else st.just(label)
-    return st.builds(build, loop_logs(max_actions=4), labels, st.integers(0, 500))
+    return st.builds(build, loop_logs(max_actions=4, shape=shape), labels, st.integers(0, 500))
 
 
 # -- P29 perturbations --------------------------------------------------------------------------
@@ -655,8 +671,11 @@ PERTURBATIONS = (
 )
 
 
-def perturbations(kind: str | None = None) -> st.SearchStrategy[Perturbation]:
-    """P29 input: one perturbation of a G-loop log (`kind` from `PERTURBATIONS`, or drawn)."""
+def perturbations(
+    kind: str | None = None, *, shape: ShapeChoice = "dsh"
+) -> st.SearchStrategy[Perturbation]:
+    """P29 input: one perturbation of a G-loop log of loop shape `shape` (`kind` from
+    `PERTURBATIONS`, or drawn)."""
 
     def build(log: LoopLog, kind: str, pick: int) -> Perturbation | None:
         edited = perturb(log.events, kind, pick)
@@ -666,6 +685,6 @@ def perturbations(kind: str | None = None) -> st.SearchStrategy[Perturbation]:
     # Two turns only where the edit needs them (a deleted turn/end must have a turn after it):
     # fewer forced actions, shorter shrunk examples.
     two_turns = kind is None or kind == "delete turn/end"
-    logs = loop_logs(max_actions=4, min_actions=2 if two_turns else 1, min_steps=1)
+    logs = loop_logs(max_actions=4, min_actions=2 if two_turns else 1, min_steps=1, shape=shape)
     cases = st.builds(build, logs, kinds, st.integers(0, 100))
     return cases.filter(lambda p: p is not None)  # type: ignore[return-value]

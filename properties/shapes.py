@@ -21,6 +21,10 @@ __all__ = (
     "tool_result_data",
     "tool_call_data",
     "chunk_data",
+    "checkpoint_message",
+    "compaction_start_data",
+    "compaction_summary_data",
+    "compaction_end_data",
     "turn_end_reasons",
     "END_SEED_DATA",
     "KNOWN_EXTENSIONS",
@@ -157,6 +161,48 @@ def tool_call_data(turn: int, step: int, call_id: str, name: str, arguments: str
 def chunk_data(turn: int, step: int, chunk: dict[str, Any]) -> dict[str, Any]:
     """`assistant/chunk` data."""
     return {"turn": turn, "step": step, "chunk": chunk}
+
+
+def checkpoint_message(mid: str, text: str, compaction_id: str) -> dict[str, Any]:
+    """The replacing `user/message` of a DSH compaction (its checkpoint)."""
+    message = user_message(mid, text, kind="plugin")
+    message["source"]["compactionId"] = compaction_id
+    return message
+
+
+def compaction_start_data(compaction_id: str, turn: int) -> dict[str, Any]:
+    """`compaction/start` data, as DSH writes it."""
+    return {"compactionId": compaction_id, "turn": turn}
+
+
+def compaction_summary_data(
+    compaction_id: str,
+    summary: list[Any],
+    shadowed: list[int],
+    *,
+    provider: str,
+    model: str,
+) -> dict[str, Any]:
+    """`compaction/summary` data for the shadowed nodes `shadowed` (in surface order)."""
+    return {
+        "compactionId": compaction_id,
+        "summary": summary,
+        "shadowedRange": {"start": shadowed[0], "end": shadowed[-1]},
+        "shadowedSeqs": list(shadowed),
+        "shadowedTokenCount": 10 * len(shadowed),
+        "provider": provider,
+        "model": model,
+    }
+
+
+def compaction_end_data(
+    compaction_id: str, turn: int, *, error: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`compaction/end` data; `error` only when the compaction failed."""
+    data: dict[str, Any] = {"compactionId": compaction_id, "turn": turn}
+    if error is not None:
+        data["error"] = error
+    return data
 
 
 def turn_end_reasons() -> tuple[dict[str, Any], ...]:

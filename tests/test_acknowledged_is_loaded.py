@@ -93,7 +93,7 @@ _ACTIONS = st.sampled_from(["append", "append", "append", "reopen", "kill", "res
 
 @pytest.mark.slow
 @given(
-    log=gen.loop_logs(max_actions=4),
+    log=gen.loop_logs(max_actions=4, shape="any"),
     kind=st.sampled_from(KINDS),
     sizes=st.lists(st.integers(1, 6), max_size=12),
     actions=st.lists(_ACTIONS, min_size=1, max_size=12),

@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 from kernel.codec import event_to_wire
 from kernel.durable import _scan_plain, encode_records, load_jsonl, loaded_result, write_jsonl
 from kernel.events import DEFAULT_KNOWN_TYPES, wire_order_of
-from kernel.fastload import plan_events, scan_events
+from kernel.fastload import plan_events
 from kernel.frames import encode_zstd_frame, load_jsonl_zstd, scan_frames, write_jsonl_zstd
 from kernel.json import thaw
 from kernel.jsontext import encode_json_bytes, parse_json
+from kernel.loading import TYPED
 from properties import strategies as gen
 from properties.laws._common import as_events
 
@@ -60,8 +61,8 @@ def _exact_zstd(data: bytes) -> Any:
 
 
 def _typed_answers(data: bytes) -> bool:
-    scan = _scan_plain(data, scan_events)
-    if scan is None:
+    scan = _scan_plain(data, typed=True)
+    if scan.kind != TYPED:
         return False
     planned = plan_events(
         scan.header, scan.records, session_id=None, known_types=DEFAULT_KNOWN_TYPES
@@ -94,14 +95,19 @@ def _lines(wires: list[dict[str, Any]]) -> bytes:
 # -- logs as a writer produces them ---------------------------------------------------------------
 
 
-@given(gen.loop_logs(rich=True, max_actions=5), st.booleans())
+@pytest.mark.slow
+@given(gen.loop_logs(rich=True, max_actions=5, shape="any"), st.booleans())
 def test_written_logs_load_by_the_typed_path_with_the_exact_result(log: Any, pack: bool) -> None:
     data = write_jsonl(HEADER, as_events(log), pack_chunks=pack)
     assert _typed_answers(data), "the typed path declined a log the writer produced"
     _same_plain(data)
 
 
-@given(gen.loop_logs(rich=True, max_actions=4), st.integers(0, 10**6), st.integers(0, 10**6))
+@given(
+    gen.loop_logs(rich=True, max_actions=4, shape="any"),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+)
 def test_zstd_logs_and_torn_frames_agree(log: Any, split: int, cut: int) -> None:
     events = as_events(log)
     k = split % (len(events) + 1)
@@ -115,7 +121,7 @@ def test_zstd_logs_and_torn_frames_agree(log: Any, split: int, cut: int) -> None
 
 
 @pytest.mark.slow
-@given(gen.crash_prefixes(rich=True, max_actions=4), st.integers(0, 10**6))
+@given(gen.crash_prefixes(rich=True, max_actions=4, shape="any"), st.integers(0, 10**6))
 def test_byte_cuts_are_torn_tails_on_the_typed_path(case: tuple[Any, int], cut: int) -> None:
     log, _ = case
     data = write_jsonl(HEADER, as_events(log))
@@ -132,7 +138,7 @@ def test_noise_and_extension_events_agree(case: Any) -> None:
 # -- logs that break a rule, or are spelled unusually ---------------------------------------------
 
 
-@given(gen.mutation_cases())
+@given(gen.mutation_cases(shape="any"))
 def test_a_stored_rule_violation_gets_the_exact_error(case: Any) -> None:
     # The candidate breaks one admission rule; stored, it must fail (or tear) exactly as the
     # exact pipeline says, never be accepted by the typed path.
@@ -162,7 +168,7 @@ _RESPELLINGS: dict[str, Callable[[bytes], bytes]] = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("respelling", sorted(_RESPELLINGS))
-@given(log=gen.loop_logs(rich=True, max_actions=3), pick=st.integers(0, 10**6))
+@given(log=gen.loop_logs(rich=True, max_actions=3, shape="any"), pick=st.integers(0, 10**6))
 def test_unusual_spellings_agree(respelling: str, log: Any, pick: int) -> None:
     data = write_jsonl(HEADER, as_events(log))
     lines = data.split(b"\n")
@@ -174,7 +180,7 @@ def test_unusual_spellings_agree(respelling: str, log: Any, pick: int) -> None:
 
 
 @pytest.mark.slow
-@given(gen.loop_logs(max_actions=3), st.integers(0, 10**6), st.integers(0, 7))
+@given(gen.loop_logs(max_actions=3, shape="any"), st.integers(0, 10**6), st.integers(0, 7))
 def test_flipped_bits_agree(log: Any, at: int, bit: int) -> None:
     data = bytearray(write_jsonl(HEADER, as_events(log)))
     head_end = data.index(b"\n") + 1
@@ -198,7 +204,7 @@ def test_a_custom_vocabulary_and_an_identity_mismatch_leave_the_answer_to_the_ex
     assert type(wrong.value).__name__ == "CorruptLog"
 
 
-@given(gen.loop_logs(rich=True, max_actions=4), st.booleans())
+@given(gen.loop_logs(rich=True, max_actions=4, shape="any"), st.booleans())
 def test_seeding_loaded_events_equals_seeding_their_wire_form(log: Any, pack: bool) -> None:
     # Loaded events are kept as they are by seed and restore (their payloads checked and
     # known lossless when loaded); the result must be what admitting their wire form gives.

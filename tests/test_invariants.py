@@ -813,7 +813,7 @@ _CHANGES = {
 
 @pytest.mark.slow
 @given(
-    gen.loop_logs(rich=True, max_actions=4, min_actions=1, min_steps=1),
+    gen.loop_logs(rich=True, max_actions=4, min_actions=1, min_steps=1, shape="any"),
     st.lists(
         st.tuples(
             st.integers(0, 10**6),
@@ -872,7 +872,7 @@ def test_a_chunk_must_name_the_open_step_even_between_quiet_chunks(
 
 
 @given(
-    gen.loop_logs(rich=True, max_actions=4, min_actions=1, min_steps=1),
+    gen.loop_logs(rich=True, max_actions=4, min_actions=1, min_steps=1, shape="any"),
     st.integers(0, 10**6),
     st.booleans(),
 )

@@ -107,7 +107,7 @@ def _decorate(wire: list[dict[str, Any]], picks: Sequence[int]) -> list[dict[str
 @st.composite
 def repaired_logs(draw: st.DrawFn, *, rich: bool = False) -> tuple[Event, ...]:
     """A G-loop log, decorated, cut at a crash point, and closed by its closers."""
-    log: LoopLog = draw(loop_logs(max_actions=5, rich=rich))
+    log: LoopLog = draw(loop_logs(max_actions=5, rich=rich, shape="any"))
     picks = draw(st.lists(st.integers(0, 50), max_size=4))
     wire = _decorate(list(log.events), picks)
     cut = draw(st.integers(0, len(wire)))
@@ -254,7 +254,7 @@ def test_law_bodies_of_a_repaired_log_pair_every_tool_call(events: tuple[Event, 
 @st.composite
 def unrepaired_prefixes(draw: st.DrawFn) -> tuple[Event, ...]:
     """A G-loop log cut at a crash point, without its closers."""
-    log: LoopLog = draw(loop_logs(max_actions=5))
+    log: LoopLog = draw(loop_logs(max_actions=5, shape="any"))
     cut = draw(st.integers(0, len(log.events)))
     return tuple(event_from_json(e) for e in log.events[:cut])
 

@@ -28,7 +28,7 @@ _PER_LABEL = share_of_examples(8, minimum=4)
 @_PER_LABEL
 @given(data=st.data())
 def test_p11_rejection_is_atomic(label: str, data: st.DataObject) -> None:
-    case: MutationCase = data.draw(gen.mutation_cases(labels=[label]))
+    case: MutationCase = data.draw(gen.mutation_cases(labels=[label], shape="any"))
     laws.law_rejection_is_atomic(case)
 
 
@@ -36,7 +36,7 @@ def test_p11_rejection_is_atomic(label: str, data: st.DataObject) -> None:
 @_PER_LABEL
 @given(data=st.data())
 def test_p12_seed_rejects_like_append(label: str, data: st.DataObject) -> None:
-    case: MutationCase = data.draw(gen.mutation_cases(labels=[label]))
+    case: MutationCase = data.draw(gen.mutation_cases(labels=[label], shape="any"))
     laws.law_seed_rejects_like_append(case)
 
 
@@ -44,7 +44,7 @@ def test_p12_seed_rejects_like_append(label: str, data: st.DataObject) -> None:
 @_PER_LABEL
 @given(data=st.data())
 def test_p13_legacy_refused_on_seed_and_append(label: str, data: st.DataObject) -> None:
-    case: LegacyInsertion = data.draw(gen.legacy_insertions(label))
+    case: LegacyInsertion = data.draw(gen.legacy_insertions(label, shape="any"))
     laws.law_legacy_refused(case)
 
 
@@ -52,7 +52,7 @@ def test_p13_legacy_refused_on_seed_and_append(label: str, data: st.DataObject) 
 @_PER_LABEL
 @given(data=st.data())
 def test_p13_legacy_refused_on_load(label: str, data: st.DataObject) -> None:
-    case: LegacyInsertion = data.draw(gen.legacy_insertions(label))
+    case: LegacyInsertion = data.draw(gen.legacy_insertions(label, shape="any"))
     laws.law_legacy_refused_on_load(_HEADER, case)
 
 
@@ -61,5 +61,5 @@ def test_p13_legacy_refused_on_load(label: str, data: st.DataObject) -> None:
 @_PER_LABEL
 @given(data=st.data())
 def test_p18_rewrite_rule(change: str | None, data: st.DataObject) -> None:
-    case: RewriteCase = data.draw(gen.rewrite_cases(change))
+    case: RewriteCase = data.draw(gen.rewrite_cases(change, shape="any"))
     laws.law_rewrite_rule(case)

@@ -8,7 +8,7 @@ from properties import strategies as gen
 from properties.loop import LoopLog
 from properties.noise import Interleaving
 
-_LOGS = st.one_of(gen.loop_logs(), gen.interleavings().map(lambda i: i.mixed))
+_LOGS = st.one_of(gen.loop_logs(shape="any"), gen.interleavings().map(lambda i: i.mixed))
 
 
 @given(_LOGS)
@@ -26,7 +26,7 @@ def test_p5_non_message_events_never_change_history(case: Interleaving) -> None:
     laws.law_noise_never_changes_history(case.messages, case.mixed)
 
 
-@given(gen.loop_logs())
+@given(gen.loop_logs(shape="any"))
 def test_p6_derived_messages_are_safe_to_hand_out(log: LoopLog) -> None:
     laws.law_derived_messages_are_safe(log)
 
@@ -41,6 +41,6 @@ def test_p20_cache_equivalence(log: object) -> None:
     laws.law_message_cache(log)
 
 
-@given(gen.loop_logs())
+@given(gen.loop_logs(shape="any"))
 def test_p21_tool_pairing_in_loop_logs(log: LoopLog) -> None:
     laws.law_loop_tool_pairing(log)

@@ -11,15 +11,15 @@ from properties.mutations import PERTURBATIONS, Perturbation
 from properties.profiles import share_of_examples
 
 
-@given(gen.loop_logs())
+@given(gen.loop_logs(shape="any"))
 def test_p28_loop_logs_are_well_formed(log: LoopLog) -> None:
     laws.law_loop_logs_well_formed(log)
 
 
 @given(
     st.one_of(
-        gen.loop_logs(),
-        gen.perturbations().map(lambda p: p.events),
+        gen.loop_logs(shape="any"),
+        gen.perturbations(shape="any").map(lambda p: p.events),
         gen.interleavings().map(lambda i: i.mixed),
     )
 )
@@ -32,5 +32,5 @@ def test_p28a_all_violations(log: object) -> None:
 @share_of_examples(4, minimum=4)
 @given(data=st.data())
 def test_p29_perturbations_are_caught(kind: str, data: st.DataObject) -> None:
-    p: Perturbation = data.draw(gen.perturbations(kind))
+    p: Perturbation = data.draw(gen.perturbations(kind, shape="any"))
     laws.law_perturbations_caught(p)

@@ -328,7 +328,8 @@ def _shrinking_benchmark() -> Any:
 @pytest.mark.parametrize("index", range(3))
 def test_seeded_bugs_are_caught_and_shrink_to_a_handful_of_events(index: int) -> None:
     """The benchmark's bugs under seed 0: caught, and shrunk to at most 13 events (a turn with
-    one call and its duplicated result is 10; the other two shrink to 1 and 3). No time is
+    one call and its duplicated result is 10; the other two shrink to 1 and, in DSH's loop
+    order, 12: a step's message and reply, then a compaction's four records). No time is
     asserted: benchmarks/shrinking.py measures that."""
     bench = _shrinking_benchmark()
     bug = bench.BUGS[index]

@@ -48,7 +48,10 @@ def _store(layout: str) -> Iterator[tuple[Any, Path]]:
 @share_of_examples(3, minimum=4)
 @given(
     header=gen.session_headers(),
-    log=st.one_of(gen.loop_logs(max_actions=4), gen.loop_logs(max_actions=3, rich=True)),
+    log=st.one_of(
+        gen.loop_logs(max_actions=4, shape="any"),
+        gen.loop_logs(max_actions=3, rich=True, shape="any"),
+    ),
     splits=st.lists(st.integers(0, 12), max_size=4),
 )
 def test_p36_storage_round_trip(
@@ -73,14 +76,17 @@ def test_write_read_round_trip_at_any_depth(
         laws.law_write_read_at_any_depth(store, header, events, headroom)
 
 
-@given(gen.byte_crashes(max_actions=4))
+@given(gen.byte_crashes(max_actions=4, shape="any"))
 def test_p37_truncation_tolerance_plain(case: tuple[dict[str, Any], LoopLog, int]) -> None:
     header, log, cut = case
     laws.law_truncation_tolerance(header, log, cut)
 
 
 @given(
-    gen.session_headers(), gen.loop_logs(max_actions=4), st.integers(0, 100), st.integers(0, 10**6)
+    gen.session_headers(),
+    gen.loop_logs(max_actions=4, shape="any"),
+    st.integers(0, 100),
+    st.integers(0, 10**6),
 )
 def test_p37_truncation_tolerance_zstd(
     header: dict[str, Any], log: LoopLog, split: int, cut: int
@@ -89,7 +95,12 @@ def test_p37_truncation_tolerance_zstd(
 
 
 @pytest.mark.slow
-@given(gen.session_headers(), gen.loop_logs(max_actions=4), st.integers(0, 10**4), st.booleans())
+@given(
+    gen.session_headers(),
+    gen.loop_logs(max_actions=4, shape="any"),
+    st.integers(0, 10**4),
+    st.booleans(),
+)
 def test_p38_committed_damage_is_fatal_plain(
     header: dict[str, Any], log: LoopLog, index: int, delete: bool
 ) -> None:
@@ -98,7 +109,7 @@ def test_p38_committed_damage_is_fatal_plain(
 
 @given(
     gen.session_headers(),
-    gen.loop_logs(max_actions=3),
+    gen.loop_logs(max_actions=3, shape="any"),
     st.integers(0, 5),
     st.sampled_from(["magic", "checksum", "payload"]),
     st.integers(0, 10**6),
@@ -146,7 +157,7 @@ def _raw_reader(
 @given(
     st.sampled_from(("jsonl", "jsonl-zstd", "sqlite")),
     gen.session_headers(),
-    gen.crash_prefixes(max_actions=3),
+    gen.crash_prefixes(max_actions=3, shape="any"),
     st.booleans(),
 )
 def test_p39_repair_once(layout: str, header: dict[str, Any], case: Case, torn: bool) -> None:
@@ -194,10 +205,12 @@ def test_p40_version_refusal(version: str, broken_rest: bool) -> None:
 
 @given(
     gen.session_headers(),
-    gen.loop_logs(max_actions=3),
+    gen.loop_logs(max_actions=3, shape="any"),
     st.integers(0, 10**4),
     st.booleans(),
-    st.sampled_from(["x-unknown/thing", "acme/new-type", "steering/message"]),
+    # `steering/message` is an older v0 type the loader reads (Appendix A.3), not an unknown
+    # one: tests/test_legacy_shapes.py covers it with the layer on and off.
+    st.sampled_from(["x-unknown/thing", "acme/new-type", "acme/steering-message"]),
 )
 def test_p41_unknown_types(
     header: dict[str, Any], log: LoopLog, position: int, ignorable: bool, type_: str
@@ -206,7 +219,7 @@ def test_p41_unknown_types(
 
 
 @pytest.mark.slow
-@given(gen.session_headers(), gen.loop_logs(max_actions=4, rich=True), st.booleans())
+@given(gen.session_headers(), gen.loop_logs(max_actions=4, rich=True, shape="any"), st.booleans())
 def test_p43a_byte_exact_writer(header: dict[str, Any], log: LoopLog, pack: bool) -> None:
     laws.law_byte_exact_writer(header, log, pack)
 
@@ -214,7 +227,9 @@ def test_p43a_byte_exact_writer(header: dict[str, Any], log: LoopLog, pack: bool
 @pytest.mark.parametrize("kind", sorted(_BAD_LINES))
 @share_of_examples(6, minimum=4)
 @given(
-    header=gen.session_headers(), log=gen.loop_logs(max_actions=3), position=st.integers(0, 10**4)
+    header=gen.session_headers(),
+    log=gen.loop_logs(max_actions=3, shape="any"),
+    position=st.integers(0, 10**4),
 )
 def test_p43b_strict_record_parsing(
     kind: str, header: dict[str, Any], log: LoopLog, position: int
@@ -222,7 +237,7 @@ def test_p43b_strict_record_parsing(
     laws.law_strict_record_parsing(header, log, kind, position)
 
 
-@given(gen.session_headers(), gen.crash_prefixes(max_actions=3))
+@given(gen.session_headers(), gen.crash_prefixes(max_actions=3, shape="any"))
 def test_p43b_crlf_lines(header: dict[str, Any], case: Case) -> None:
     log, k = case
     laws.law_crlf_lines(header, log.events[:k])

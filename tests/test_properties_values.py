@@ -39,6 +39,6 @@ def test_p9_lossy_json_rejected(bad: BadJson) -> None:
 
 
 @pytest.mark.slow
-@given(gen.loop_logs(max_actions=3))
+@given(gen.loop_logs(max_actions=3, shape="any"))
 def test_p10_snapshot_isolation(log: LoopLog) -> None:
     laws.law_snapshot_isolation(log)

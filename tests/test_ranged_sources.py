@@ -21,9 +21,10 @@ from kernel.codec import event_to_wire, expand_ranges, ranged_spelling
 from kernel.durable import _scan_plain, encode_records, loaded_result
 from kernel.errors import CorruptLog, KernelError, ProvenanceError
 from kernel.events import DEFAULT_KNOWN_TYPES
-from kernel.fastload import plan_events, scan_events
+from kernel.fastload import plan_events
 from kernel.frames import encode_zstd_frame, load_jsonl_zstd, write_jsonl_zstd
 from kernel.json import thaw
+from kernel.loading import TYPED
 from kernel.store import JsonlStore, repair_file
 from properties import strategies as gen
 from properties.laws._common import as_events
@@ -42,8 +43,8 @@ def _exact(data: bytes) -> Any:
 
 
 def _typed(data: bytes) -> Any:
-    scan = _scan_plain(data, scan_events)
-    assert scan is not None
+    scan = _scan_plain(data, typed=True)
+    assert scan.kind == TYPED
     return plan_events(scan.header, scan.records, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
 
 

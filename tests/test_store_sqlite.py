@@ -41,6 +41,7 @@ from kernel.errors import (
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader
 from kernel.fastload import scan_row_lines
 from kernel.json import thaw
+from kernel.loading import scan_stored_rows
 from kernel.repair import interrupted_turn_closers
 from kernel.rows import (
     MAX_ROW_DATA_BYTES,
@@ -60,7 +61,6 @@ from kernel.store import (
     SqliteStore,
     StoreError,
 )
-from kernel.store.sqlite import _row_scan
 
 HEADER = STORE_HEADER
 _log = seeded_log
@@ -501,8 +501,8 @@ def test_torn_rows_and_closers_in_one_transaction(tmp_path: Path) -> None:
         _fill(store, prefix)
         _insert_garbage(path, len(prefix))
         rows = store._read("s-1")[1]  # the torn tail is the row codec's to find
-        assert _row_scan(rows) == scan_rows([Row(*r) for r in rows])
-        assert _row_scan(rows).torn_from == len(prefix)
+        assert scan_stored_rows(rows)[0] == scan_rows([Row(*r) for r in rows])
+        assert scan_stored_rows(rows)[0].torn_from == len(prefix)
         revision = _revision(path)
         loaded = store.load("s-1", now=0)
         assert loaded.events == (*prefix, *interrupted_turn_closers(prefix))
@@ -957,8 +957,9 @@ def _plans(store: SqliteStore, session_id: str) -> tuple[Any, Any, Any]:
     and the exact one, over the same rows."""
     from kernel.durable import RawScan, plan_load
     from kernel.fastload import plan_decoded_events, plan_row_lines
+    from kernel.loading import exact_wire as _wire
     from kernel.rows import Row, row_lines, scan_rows
-    from kernel.store.sqlite import _header_record, _wire
+    from kernel.store.sqlite import _header_record
 
     session, rows = store._read(session_id)
     record = _header_record(session)
@@ -1011,7 +1012,7 @@ def test_stored_rows_are_planned_as_they_are_with_the_exact_result(
         rows = store._read("s-1")[1]
         lines = row_lines(rows)
         assert lines is not None and scan_row_lines(lines) is not None
-        assert _row_scan(rows) == scan_rows([Row(*r) for r in rows])
+        assert scan_stored_rows(rows)[0] == scan_rows([Row(*r) for r in rows])
         assert store.read_from("s-1", 0) == _codec_read(store, "s-1")
         assert store.read_from("s-1", 3) == _codec_read(store, "s-1")[3:]
 

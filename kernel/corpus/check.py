@@ -235,7 +235,11 @@ def failure_entry(
         status = "invalid"
     else:
         status = "error"
-    return _entry(path, kind, session, status, "admission", f"{type(exc).__name__}: {exc}")
+    entry = _entry(path, kind, session, status, "admission", f"{type(exc).__name__}: {exc}")
+    rule = getattr(exc, "rule", None) if isinstance(exc, KernelError) else None
+    if type(rule) is str:
+        entry["problems"][0]["rule"] = rule
+    return entry
 
 
 def unreadable_entry(item: Unreadable) -> dict[str, Any]:
@@ -259,10 +263,11 @@ def timeout_entry(
 def problem_rule(problem: Mapping[str, Any]) -> str:
     """The rule id of one problem: its invariant rule, else a stable label.
 
-    Invariant problems carry their rule id (`kernel.invariants.RULES`). Others
-    are labelled by the error class that reported them (`SeqMismatch`,
-    `CorruptLog`), or for provider pairing by what is wrong
-    (`unanswered-call`, `orphan-result`), else by their check.
+    Invariant problems and admission failures carry their rule id
+    (`kernel.invariants.RULES`, `KernelError.rule`). Others are labelled by the
+    error class that reported them (`SeqMismatch`, `CorruptLog`), or for
+    provider pairing by what is wrong (`unanswered-call`, `orphan-result`), else
+    by their check.
     """
     rule = problem.get("rule")
     if isinstance(rule, str):

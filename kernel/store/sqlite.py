@@ -23,8 +23,8 @@ import attrs
 from pyrsistent import PMap, pmap
 
 from kernel.chunks import pack_chunk_rows
-from kernel.codec import event_to_wire, header_from_json
-from kernel.durable import RawScan, option_flag, plan_load, refuse_version
+from kernel.codec import header_from_json
+from kernel.durable import refuse_version
 from kernel.errors import (
     CorruptLog,
     KernelError,
@@ -32,9 +32,15 @@ from kernel.errors import (
     SessionHeaderError,
 )
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
-from kernel.fastload import plan_decoded_events, plan_row_lines, scan_row_lines
-from kernel.json import raw, safe_int
+from kernel.json import safe_int
 from kernel.legacy import normalize_events
+from kernel.loading import (
+    RawScan,
+    decoded_rows_scan,
+    option_flag,
+    plan_scan,
+    scan_stored_rows,
+)
 from kernel.quarantine import (
     RowQuarantine,
     decode_row_quarantine,
@@ -52,8 +58,6 @@ from kernel.rows import (
     encode_rows,
     encode_text,
     event_row,
-    row_lines,
-    scan_rows,
 )
 from kernel.store.batch import admit_stored_header, canonical_text, check_batch
 from kernel.store.collector import paused_collector
@@ -282,13 +286,6 @@ _INSERT_ROW: Final = (
 )
 
 
-def _wire(event: Event) -> dict[str, Any]:
-    """A decoded event as the plain wire dict the load pipeline reads (no copy of `data`)."""
-    wire = event_to_wire(event)
-    wire["data"] = raw(event.data)
-    return wire
-
-
 class _Restart(Exception):
     """The session changed between planning and committing a repair: plan again."""
 
@@ -301,17 +298,6 @@ class _Plan:
     scan: RowScan
     revision: int
     normalized: PMap[str, int] = attrs.field(factory=pmap)
-
-
-def _row_scan(rows: list[tuple[Any, ...]]) -> RowScan:
-    """`scan_rows` of the database's row tuples: by the typed scan of the rows spelled
-    as lines when it reads every row, else by the row codec (a torn tail, a row not
-    plainly well formed, an event that breaks a per-event rule)."""
-    lines = row_lines(rows)
-    events = None if lines is None else scan_row_lines(lines)
-    if events is None:
-        return scan_rows([Row(*r) for r in rows])
-    return RowScan(tuple(events))
 
 
 class SqliteStore:
@@ -573,50 +559,28 @@ class SqliteStore:
             return session, self._rows(session_id)
 
     def _plan(self, session: tuple[Any, ...], rows: list[tuple[Any, ...]]) -> _Plan:
-        """§5 over the rows: version first, then the row scan, then `plan_load`.
-
-        The rows are first read as lines by the typed load path; when it leaves them,
-        they are decoded by the row codec, and the decoded events are planned as they
-        are; when a rule fails, the exact pipeline runs over their wire form and names
-        the error.
-        """
+        """§5 over the rows: version first, then the row scan, then the load pipeline
+        (`kernel.loading.scan_stored_rows` and `plan_scan`, which choose the path)."""
         record = _header_record(session)
-        session_id, known_types = session[0], self.known_types
-        normalize = self.normalize_legacy
         with paused_collector():
-            lines = row_lines(rows)
-            if lines is not None:
-                fast = plan_row_lines(
-                    record,
-                    lines,
-                    session_id=session_id,
-                    known_types=known_types,
-                    normalize=normalize,
-                )
-                if fast is not None:
-                    header, events, closers = fast
-                    stored = RowScan(events[: len(events) - len(closers)])
-                    return _Plan(header, events, closers, stored, session[10])
-            scan = scan_rows([Row(*r) for r in rows])
-            planned = plan_decoded_events(
-                record,
-                list(scan.events),
-                session_id=session_id,
-                known_types=known_types,
-                normalize=normalize,
-            )
-            if planned is not None:
-                return _Plan(*planned, scan, session[10])
+            scan, kind = scan_stored_rows(rows)
             raw_scan = RawScan(
                 header=record,
-                records=[_wire(e) for e in scan.events],
+                records=list(scan.events),
                 committed_bytes=0,
                 total_bytes=0,
+                kind=kind,
             )
-            header, events, closers, normalized = plan_load(
-                raw_scan, session_id=session_id, known_types=known_types, normalize=normalize
+            loaded = plan_scan(
+                raw_scan,
+                lambda: decoded_rows_scan(raw_scan, rows),
+                session_id=session[0],
+                known_types=self.known_types,
+                normalize=self.normalize_legacy,
             )
-        return _Plan(header, events, closers, scan, session[10], normalized)
+        return _Plan(
+            loaded.header, loaded.events, loaded.closers, scan, session[10], loaded.normalized
+        )
 
     def _report(self, session_id: str, plan: _Plan, *, committed: bool) -> RepairReport:
         scan = plan.scan
@@ -853,7 +817,7 @@ class SqliteStore:
             session = self._session_row(session_id)
             if session is None or session[10] != plan.revision:
                 raise _Restart
-            current = _row_scan(self._rows(session_id))
+            current, _ = scan_stored_rows(self._rows(session_id))
             planned = plan.scan.torn_from
             if planned is not None and current.torn_from != planned:
                 raise StaleRepair(
@@ -891,7 +855,7 @@ class SqliteStore:
         session_id = canonical_text(session_id)
         _, rows = self._read(session_id)
         with paused_collector():
-            events = _row_scan(rows).events
+            events = scan_stored_rows(rows)[0].events
             if self.normalize_legacy:
                 # A.5: an older shape may need facts from before the suffix.
                 events, _ = normalize_events(events, session_id=session_id)
