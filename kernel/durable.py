@@ -262,8 +262,16 @@ def as_stored_bytes(data: Any) -> bytes:
 
 
 def scan_result(raw_scan: RawScan) -> Scan:
-    """The public `Scan` of a raw scan: events built (an invalid envelope is `CorruptLog`)."""
-    events = events_of_records(raw_scan.records)
+    """The public `Scan` of a raw scan: events built (an invalid envelope is `CorruptLog`).
+
+    A `TYPED` scan's events are the scan's own: each passed its typed decode and
+    the per-event rules, so its envelope is valid and the event is the one the
+    exact scan would build (payloads stay unread until used).
+    """
+    if raw_scan.kind == TYPED:
+        events = tuple(raw_scan.records)
+    else:
+        events = events_of_records(raw_scan.records)
     torn_frame = None
     if raw_scan.torn_frame_start is not None:
         torn_frame = TornFrame(raw_scan.torn_frame_start, events[raw_scan.recovered_from :])
@@ -285,7 +293,7 @@ def scan_jsonl(data: bytes) -> Scan:
     damage inside committed history (or a stored event whose envelope is
     invalid, since `Scan.events` holds built `Event`s).
     """
-    return scan_result(_scan_plain(as_stored_bytes(data)))
+    return scan_result(_scan_plain(as_stored_bytes(data), typed=True))
 
 
 def load_jsonl(

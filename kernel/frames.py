@@ -726,7 +726,7 @@ def scan_jsonl_zstd(data: bytes, *, max_decoded_bytes: int | None = None) -> Sca
     """
     stored = as_stored_bytes(data)
     try:
-        return scan_result(scan_frames(stored, max_decoded_bytes=max_decoded_bytes))
+        return scan_result(scan_frames(stored, typed=True, max_decoded_bytes=max_decoded_bytes))
     except MemoryError:
         pass  # raised below, once the handler has dropped what the traceback holds
     raise _Budget(len(stored), max_decoded_bytes).out_of_memory()

@@ -15,16 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import kernel.frames
-from kernel import load_jsonl, load_jsonl_zstd
+from kernel import event_from_json, load_jsonl, load_jsonl_zstd, scan_jsonl, write_jsonl
 from kernel.codec import event_to_wire
-from kernel.durable import _scan_plain, loaded_result
-from kernel.errors import CorruptLog
-from kernel.events import DEFAULT_KNOWN_TYPES
+from kernel.durable import _scan_plain, loaded_result, scan_result
+from kernel.errors import CorruptLog, KernelError
+from kernel.events import DEFAULT_KNOWN_TYPES, wire_order_of
 from kernel.frames import encode_zstd_frame
 from kernel.json import thaw
 from kernel.loading import TYPED, WIRE, as_wire_scan
+from properties import strategies as gen
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,6 +69,7 @@ def test_a_store_module_neither_imports_the_typed_path_nor_chooses_a_path(path: 
 
 
 HEADER = b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}\n'
+HEADER_RECORD: dict[str, Any] = {"version": 0, "id": "s", "createdAt": 1, "delegationDepth": 0}
 
 
 def _line(record: dict[str, Any]) -> bytes:
@@ -138,3 +142,22 @@ def test_a_zstd_log_whose_typed_scan_declines_is_decompressed_once(
     loaded = load_jsonl_zstd(data, now=0)
     assert len(calls) == 3  # one per frame
     assert [e.type for e in loaded.events] == ["turn/start", "turn/end"] * 2
+
+
+@given(gen.loop_logs(rich=True, max_actions=4, shape="any"), st.integers(0, 10**6), st.booleans())
+def test_scan_jsonl_by_the_typed_path_is_the_exact_scan(log: Any, cut: int, pack: bool) -> None:
+    """`scan_jsonl` takes the typed scan when it reads every line; its `Scan` is the exact
+    scan's: the same events (member order included), tail and torn facts, at any cut."""
+    data = write_jsonl(HEADER_RECORD, [event_from_json(e) for e in log.events], pack_chunks=pack)
+    data = data[: len(data) - cut % (len(data) // 4 + 1)]
+    outcomes = []
+    for scan in (lambda: scan_jsonl(data), lambda: scan_result(_scan_plain(data))):
+        try:
+            got = scan()
+        except KernelError as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+            continue
+        events = [(thaw(event_to_wire(e)), wire_order_of(e)) for e in got.events]
+        tail = (got.committed_bytes, got.total_bytes, got.dropped_records, got.torn_reason)
+        outcomes.append((events, tail, got.header))
+    assert outcomes[0] == outcomes[1]
