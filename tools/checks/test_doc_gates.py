@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 LIFECYCLES = ("proposed", "implemented", "rejected", "archived")
 CLASSES = ("feature", "bug-fix", "simplification", "architecture", "process", "testing")
@@ -40,7 +40,7 @@ _MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _MD_LINK_WITH_TEXT = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 
 FORMAT_DIR = "docs/format"
-SOURCE_TREES = ("kernel", "properties", "tests", "benchmarks")
+SOURCE_TREES = ("kernel", "properties", "tests", "benchmarks", "tools")
 _SECTION = r"§\d+(?:\.\d+)*"
 _CITATION = re.compile(
     r"(?<![\w./-])(?P<path>[\w.-]+(?:/[\w.-]+)*\.md)"
@@ -321,7 +321,7 @@ def _cited_sources(root: Path) -> list[tuple[Path, str]]:
     sources: list[tuple[Path, str]] = []
     for tree in SOURCE_TREES:
         for path in sorted((root / tree).rglob("*.py")):
-            if path.relative_to(root).as_posix() != "tests/test_doc_gates.py":
+            if path.relative_to(root).as_posix() != "tools/checks/test_doc_gates.py":
                 sources.append((path, path.read_text(encoding="utf-8")))
     for path in _markdown_files(root):
         sources.append((path, _without_code_blocks(path.read_text(encoding="utf-8"))))
