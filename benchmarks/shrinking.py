@@ -36,9 +36,9 @@ from kernel import invariants as kernel_invariants
 from kernel.events import TOOL_RESULT
 from properties import laws
 from properties import strategies as gen
-from properties.laws import repair as repair_laws
-from properties.laws import surface as surface_laws
-from properties.mutations import PERTURBATIONS, perturbations
+from properties.laws import _repair as repair_laws
+from properties.laws import _surface as surface_laws
+from properties.strategies import PERTURBATIONS, perturbations
 
 __all__ = ("BUGS", "Bug", "measure", "main")
 

@@ -35,16 +35,15 @@ __all__ = (
     "LimitExceeded",
     "ToolPairingError",
     "ForkError",
-    "rule_cited",
 )
 
 _CITED_RULE: Final = re.compile(r"\((R[0-9]+[a-z]?|H[0-9]+|A\.[0-9])\)")
 
 
-def rule_cited(message: str) -> str | None:
+def _rule_cited(message: str) -> str | None:
     """The rule id a message cites first as `(R7d)`, `(H7)` or `(A.2)`, or None.
 
-    >>> rule_cited("stored event at index 3: sourceEventSeqs must be earlier (R7d)")
+    >>> _rule_cited("stored event at index 3: sourceEventSeqs must be earlier (R7d)")
     'R7d'
     """
     match = _CITED_RULE.search(message)
@@ -72,7 +71,7 @@ class KernelError(ValueError):
         super().__init__(message)
         self.index = index
         self.seq = seq
-        self.rule = rule if rule is not None else rule_cited(message)
+        self.rule = rule if rule is not None else _rule_cited(message)
 
 
 SessionLogError = KernelError

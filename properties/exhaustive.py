@@ -25,15 +25,8 @@ from kernel.errors import KernelError
 from kernel.events import Event
 from kernel.frames import frame_end, load_jsonl_zstd, write_jsonl_zstd
 from kernel.repair import interrupted_turn_closers
-from properties.laws.repair import (
-    law_closer_emptiness,
-    law_closers_deterministic,
-    law_crash_prefix_repairs,
-    law_repair_append_only,
-    law_repair_idempotent,
-    law_synthetic_results,
-)
-from properties.loop import (
+from properties._loop import (
+    LOOP_SHAPES,
     CallSpec,
     CompactAction,
     ExtensionAction,
@@ -47,11 +40,19 @@ from properties.loop import (
     UserAction,
     interpret,
 )
-from properties.report import check, violated
+from properties._report import check, violated
+from properties.laws._repair import (
+    law_closer_emptiness,
+    law_closers_deterministic,
+    law_crash_prefix_repairs,
+    law_repair_append_only,
+    law_repair_idempotent,
+    law_synthetic_results,
+)
 
-__all__ = ("SIZES", "ExhaustiveReport", "family", "check_log", "run", "step_shapes")
+__all__ = ("SIZES", "ExhaustiveReport", "family", "check_log", "run")
 
-HEADER: Final = {"version": 0, "id": "exhaustive", "createdAt": 1, "cwd": "/x"}
+_HEADER: Final = {"version": 0, "id": "exhaustive", "createdAt": 1, "cwd": "/x"}
 
 SIZES: Final = ("tiny", "small", "full")
 """Family sizes: `tiny` (doctest), `small` (the ci run), `full` (the slow run)."""
@@ -63,7 +64,7 @@ def _call(i: int, *, error: bool = False) -> CallSpec:
     )
 
 
-def step_shapes() -> dict[str, StepSpec]:
+def _step_shapes() -> dict[str, StepSpec]:
     """The step shapes the family combines, by name."""
 
     def step(reply: ReplySpec, **kw: Any) -> StepSpec:
@@ -133,9 +134,24 @@ def _between() -> list[tuple[Any, ...]]:
 
 
 def family(size: str = "small", *, shape: LoopShape = "dsh") -> Iterator[LoopLog]:
-    """The bounded family of logs, deterministically (`size` in `SIZES`), written in the loop
-    order `shape` names (`properties.loop.LOOP_SHAPES`)."""
-    shapes = list(step_shapes().values())
+    """The bounded family of logs, deterministically, written in the loop order `shape` names.
+
+    Args:
+        size: one of `SIZES`.
+        shape: one of `properties.strategies.LOOP_SHAPES`.
+
+    Raises:
+        ValueError: for an unknown `size` or `shape`, when called (not when iterated).
+    """
+    if size not in SIZES:
+        raise ValueError(f"size={size!r} must be one of {', '.join(map(repr, SIZES))}")
+    if shape not in LOOP_SHAPES:
+        raise ValueError(f"shape={shape!r} must be one of {', '.join(map(repr, LOOP_SHAPES))}")
+    return _family(size, shape)
+
+
+def _family(size: str, shape: LoopShape) -> Iterator[LoopLog]:
+    shapes = list(_step_shapes().values())
     if size == "tiny":
         firsts = [
             TurnAction(steps=(spec,), reason=0, rewrite=None, rewrite_text="") for spec in shapes
@@ -197,7 +213,7 @@ def _json(events: Iterable[Event]) -> list[dict[str, Any]]:
 
 def _plain_cuts(events: tuple[Event, ...]) -> int:
     """P37 at every byte offset after the header line of the plain JSONL encoding."""
-    data = write_jsonl(HEADER, events)
+    data = write_jsonl(_HEADER, events)
     header_end = data.index(b"\n") + 1
     boundaries = [header_end]  # byte offset just past each complete record line
     kept = [0]  # events held by the complete lines up to that boundary
@@ -248,7 +264,7 @@ def _plain_cuts(events: tuple[Event, ...]) -> int:
 
 def _zstd_cuts(events: tuple[Event, ...]) -> int:
     """P37 (Zstandard) at every byte offset at or after the end of the header frame."""
-    data = write_jsonl_zstd(HEADER, events)
+    data = write_jsonl_zstd(_HEADER, events)
     header_end = frame_end(data, 0)
     assert header_end is not None
     for cut in range(header_end, len(data) + 1):

@@ -27,18 +27,18 @@ from kernel.log import SessionLog
 from kernel.messages import derive_messages
 from kernel.repair import interrupted_turn_closers
 from kernel.surface import fold_surface
-from properties import shapes
-from properties.loop import HEADER_POOL, plain_text
-from properties.model import messages_of, pairing_cuts, surface_of
-from properties.report import check, format_log
+from properties import _shapes as shapes
+from properties._loop import HEADER_POOL, plain_text
+from properties._model import messages_of, pairing_cuts, surface_of
+from properties._report import check, format_log
 
-__all__ = ("SessionLogMachine", "LoopState", "loop_state")
+__all__ = ("SessionLogMachine",)
 
 _HEADER = {"version": 0, "id": "machine", "createdAt": 0, "cwd": "/m"}
 
 
 @attrs.define
-class LoopState:
+class _LoopState:
     """What the log says a model loop may do next."""
 
     turns: int = 0
@@ -51,9 +51,9 @@ class LoopState:
     replied: bool = False
 
 
-def loop_state(wire: list[dict[str, Any]]) -> LoopState:
+def _loop_state(wire: list[dict[str, Any]]) -> _LoopState:
     """Scan wire events for the open turn/step and the open step's calls."""
-    s = LoopState()
+    s = _LoopState()
     for e in wire:
         t, d = e["type"], e["data"]
         if t == "turn/start":
@@ -92,8 +92,8 @@ class SessionLogMachine(RuleBasedStateMachine):
     def wire(self) -> list[dict[str, Any]]:
         return [event_to_json(e) for e in self.log.events]
 
-    def state(self) -> LoopState:
-        return loop_state(self.wire())
+    def state(self) -> _LoopState:
+        return _loop_state(self.wire())
 
     def emit(self, type_: str, data: Any, **kw: Any) -> None:
         self.time += 1

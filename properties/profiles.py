@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, settings
 
+from properties._validation import check_size
+
 __all__ = ("CI_EXAMPLES", "PROFILES", "register_profiles", "share_of_examples")
 
 CI_EXAMPLES = 50
@@ -40,7 +42,9 @@ PROFILES: dict[str, dict[str, object]] = {
         "phases": _NO_EXPLAIN,
     },
 }
-"""The settings of each profile, by short name."""
+"""The settings of each profile, by short name: `ci` runs `CI_EXAMPLES` examples derandomized,
+`deep` 100 times as many at random; both without a deadline, the `explain` phase or the
+health checks that slow or filtered G-loop draws would trip."""
 
 
 def register_profiles(*, prefix: str = "") -> tuple[str, ...]:
@@ -65,7 +69,10 @@ def share_of_examples(divisor: int, *, minimum: int = 3) -> settings:
 
     For tests parametrized over many labels (one rule broken each): every label is
     exercised on every run, and the whole test still costs about one property's budget.
+    Raises `InvalidArgument` unless `divisor` and `minimum` are ints of at least 1.
     """
+    check_size("divisor", divisor, minimum=1)
+    check_size("minimum", minimum, minimum=1)
     current = settings.default
     budget = current.max_examples if current is not None else CI_EXAMPLES
     return settings(max_examples=max(minimum, budget // divisor))

@@ -19,15 +19,8 @@ import pytest
 if TYPE_CHECKING:
     from kernel.store import JsonlStore, SqliteStore
 
-__all__ = (
-    "PROFILE_PREFIX",
-    "pytest_addoption",
-    "pytest_configure",
-    "pytest_report_header",
-    "jsonl_store",
-    "sqlite_store",
-    "session_store_factory",
-)
+# The pytest hooks below are found by name; the public names are the fixtures and the prefix.
+__all__ = ("PROFILE_PREFIX", "jsonl_store", "sqlite_store", "session_store_factory")
 
 PROFILE_PREFIX = "session-kernel-"
 """Prefix of the profile names the plugin registers (a suite's own `ci` stays its own)."""

@@ -1,11 +1,11 @@
-"""Every Hypothesis strategy of the catalog (docs/format/properties.md §1), in one import.
+"""The kit's Hypothesis strategies (docs/format/properties.md §1), and the values they draw.
 
-G-json / G-bad-json (`json_values`, `bad_json`), single events and G-loop
-(`loop_logs`, `loop_events`, `loop_scripts`), G-noise (`noise_events`,
-`interleavings`), G-crash (`crash_prefixes`, byte cuts drawn by the tests),
-G-batch (`chunk_batches`, `chunk_rows`), request headers, and the labelled
-admission mutations and perturbations. Logs are plain wire dicts; call
-`.kernel_events()` (or `properties.laws._common.as_events`) for kernel `Event`s.
+G-json and G-bad-json (`json_values`, `bad_json`), single events, G-loop
+(`loop_logs`, `loop_events`), G-crash (`crash_prefixes`, `byte_crashes`), G-noise
+(`interleavings`), G-batch (`chunk_batches`, `chunk_rows`), headers, and the labelled
+admission mutations and perturbations. Every strategy checks its arguments when it is
+built and raises Hypothesis's `InvalidArgument` naming the bad one. Logs are plain wire
+dicts; `LoopLog.kernel_events()` or `properties.laws.as_events` gives kernel `Event`s.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from kernel.codec import event_from_json
 from kernel.events import APPEND, TURN_END, TURN_START, USER_MESSAGE, Event
 from kernel.log import SessionLog
-from properties import shapes
-from properties.batches import chunk_batches, chunk_rows
-from properties.headers import request_headers, tool_schemas
-from properties.json_values import (
+from properties import _shapes as shapes
+from properties._batches import chunk_batches, chunk_rows
+from properties._headers import request_headers
+from properties._json_values import (
+    DEFECTS,
     BadJson,
     array_index_objects,
     bad_json,
@@ -32,58 +33,86 @@ from properties.json_values import (
     json_values,
     payload_values,
 )
-from properties.loop import (
+from properties._loop import (
+    LOOP_SHAPES,
     CrashPrefix,
     LoopLog,
+    LoopShape,
+    ShapeChoice,
     crash_prefixes,
     loop_events,
     loop_logs,
-    loop_scripts,
     plain_text,
     session_headers,
 )
-from properties.mutations import (
+from properties._mutations import (
+    LEGACY_EVENTS,
+    MUTATIONS,
+    PERTURBATIONS,
+    REWRITE_FIELDS,
+    LegacyInsertion,
+    Mutation,
+    MutationCase,
+    Perturbation,
+    RewriteCase,
     legacy_insertions,
     mutation_cases,
     perturbations,
     rewrite_cases,
 )
-from properties.noise import interleavings, noise_events
-from properties.types import register_type_strategies
+from properties._noise import Interleaving, interleavings
+from properties.types import WireEvent, register_type_strategies, session_logs
 
 __all__ = (
-    "BadJson",
-    "CrashPrefix",
-    "LoopLog",
-    "array_index_objects",
-    "bad_json",
-    "byte_crashes",
-    "chunk_batches",
-    "chunk_rows",
-    "crash_prefixes",
-    "deep_chains",
-    "interleavings",
-    "js_numbers",
-    "json_containers",
+    # G-json, G-bad-json
+    "json_values",
     "json_scalars",
     "json_strings",
-    "json_values",
-    "legacy_insertions",
-    "loop_events",
-    "loop_logs",
-    "loop_scripts",
-    "mutation_cases",
-    "noise_events",
-    "payload_logs",
+    "json_containers",
+    "deep_chains",
+    "js_numbers",
+    "array_index_objects",
     "payload_values",
-    "perturbations",
-    "plain_text",
-    "request_headers",
-    "rewrite_cases",
-    "session_headers",
+    "bad_json",
+    "BadJson",
+    "DEFECTS",
+    # events, headers and whole logs
     "single_events",
     "single_kernel_events",
-    "tool_schemas",
+    "WireEvent",
+    "session_headers",
+    "request_headers",
+    "session_logs",
+    "payload_logs",
+    # G-loop, G-crash
+    "loop_logs",
+    "loop_events",
+    "LoopLog",
+    "LOOP_SHAPES",
+    "LoopShape",
+    "ShapeChoice",
+    "crash_prefixes",
+    "CrashPrefix",
+    "byte_crashes",
+    # G-noise, G-batch
+    "interleavings",
+    "Interleaving",
+    "chunk_batches",
+    "chunk_rows",
+    # labelled mutations and perturbations
+    "mutation_cases",
+    "MutationCase",
+    "Mutation",
+    "MUTATIONS",
+    "rewrite_cases",
+    "RewriteCase",
+    "REWRITE_FIELDS",
+    "legacy_insertions",
+    "LegacyInsertion",
+    "LEGACY_EVENTS",
+    "perturbations",
+    "Perturbation",
+    "PERTURBATIONS",
 )
 
 
@@ -159,7 +188,7 @@ def single_events() -> st.SearchStrategy[dict[str, Any]]:
 def byte_crashes(**kwargs: Any) -> st.SearchStrategy[tuple[dict[str, Any], LoopLog, int]]:
     """G-crash on bytes: `(header, log, cut)`; cut `write_jsonl(header, log)` after its header
     line at `header_end + cut % (len(data) - header_end + 1)` (as `law_truncation_tolerance`
-    does)."""
+    does). `kwargs` are the arguments of `loop_logs`, checked the same way."""
     return st.tuples(session_headers(), loop_logs(**kwargs), st.integers(0, 10**6))
 
 

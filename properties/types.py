@@ -6,9 +6,11 @@ entry-point group in pyproject.toml), so `st.from_type(Event)`,
 `st.from_type(WireEvent)` draw valid values in any suite that has the kit
 installed. The strategies are deferred: nothing of `properties` but this module is
 imported until one is drawn. Falsifying examples print a `SessionLog` as its
-events, one wire line each. (`st.from_type(LoopLog)` works once `properties.loop`
+events, one wire line each. (`st.from_type(LoopLog)` works once `properties.strategies`
 is imported.)
 
+Internal to the kit: the module keeps its name because installed entry points name it,
+and `properties.strategies` re-exports its public names (`WireEvent`, `session_logs`).
 The hook runs inside `import hypothesis`, where an exception would break every
 suite in the environment: if the kernel cannot be imported, it warns and
 registers nothing.
@@ -48,7 +50,7 @@ class WireEvent(TypedDict, total=False):
 
 def _headers() -> st.SearchStrategy[SessionHeader]:
     from kernel.codec import header_from_json
-    from properties.loop import session_headers
+    from properties._loop import session_headers
 
     ids = st.sampled_from(["sess-1", "s", "2026-12-01T05-00-00-abc"])
     return ids.flatmap(lambda i: session_headers(session_id=i)).map(header_from_json)
@@ -57,10 +59,11 @@ def _headers() -> st.SearchStrategy[SessionHeader]:
 def session_logs(**kwargs: Any) -> st.SearchStrategy[SessionLog]:
     """Admitted `SessionLog`s: a G-loop log (`loop_logs(**kwargs)`) restored under a valid header.
 
-    The value's repr shows its events one wire line each (what a failing test prints).
+    What `st.from_type(SessionLog)` draws, with the options of `loop_logs`, checked the same
+    way. The value's repr shows its events one wire line each (what a failing test prints).
     """
     from kernel.log import SessionLog
-    from properties.loop import loop_logs
+    from properties._loop import loop_logs
 
     logs, headers = loop_logs(**kwargs), _headers()
 
@@ -75,14 +78,14 @@ def session_logs(**kwargs: Any) -> st.SearchStrategy[SessionLog]:
 
 def _print_log(log: SessionLog, p: Any, cycle: bool) -> None:
     from kernel.codec import header_to_json
-    from properties.report import format_log, format_value
+    from properties._report import format_log, format_value
 
     header = "no header" if log.header is None else format_value(header_to_json(log.header))
     p.text(f"SessionLog({len(log.events)} events, {header})\n{format_log(log.events)}")
 
 
 def _print_event(event: Event, p: Any, cycle: bool) -> None:
-    from properties.report import format_value
+    from properties._report import format_value
 
     p.text(f"Event({format_value(event)})")
 

@@ -24,7 +24,7 @@ from kernel import Event, SessionLog
 from kernel.json import json_equal, thaw
 from kernel.store import JsonlStore, SqliteStore
 from properties import strategies as gen
-from properties.loop import LoopLog
+from properties.strategies import LoopLog
 
 HEADER = {"version": 0, "id": "s", "createdAt": 1}
 KINDS = ("jsonl", "jsonl.zstd", "sqlite")

@@ -1,6 +1,6 @@
 """Errors carry their rule: `KernelError.rule` names the rule broken (docs/format/admission.md).
 
-Over the mutation catalogue (one rule broken per case, `properties.mutations`), the
+Over the mutation catalogue (one rule broken per case, `properties._mutations`), the
 error of `append`, of `restore` and of loading the written log names, in `rule`, the
 rule the case breaks; the command's report reads the attribute.
 """
@@ -8,6 +8,7 @@ rule the case breaks; the command's report reads the attribute.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,11 @@ from hypothesis import strategies as st
 
 from kernel import SessionLog, load_jsonl
 from kernel.cli import main
-from kernel.errors import CorruptLog, KernelError, rule_cited
+from kernel.errors import CorruptLog, KernelError
 from properties import strategies as gen
 from properties.laws._common import append_wire
-from properties.mutations import MUTATIONS, MutationCase
 from properties.profiles import share_of_examples
+from properties.strategies import MUTATIONS, MutationCase
 
 HEADER: dict[str, Any] = {"version": 0, "id": "s", "createdAt": 0, "delegationDepth": 0}
 
@@ -36,6 +37,15 @@ def _matches(rule: str | None, broken: str) -> bool:
     return rule is not None and (
         rule == broken or (rule.startswith(broken) and rule[len(broken) :].isalpha())
     )
+
+
+_CITED = re.compile(r"\((R[0-9]+[a-z]?|H[0-9]+|A\.[0-9])\)")
+
+
+def rule_cited(message: str) -> str | None:
+    """The first single rule id a message cites in parentheses (independent of the kernel's)."""
+    match = _CITED.search(message)
+    return None if match is None else match.group(1)
 
 
 def _line(obj: Any) -> bytes:

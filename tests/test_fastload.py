@@ -28,7 +28,7 @@ from kernel.json import thaw
 from kernel.jsontext import encode_json_bytes, parse_json
 from kernel.loading import TYPED
 from properties import strategies as gen
-from properties.laws._common import as_events
+from properties.laws import as_events
 
 HEADER = {"version": 0, "id": "sess-1", "createdAt": 1, "delegationDepth": 0}
 

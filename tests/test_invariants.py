@@ -28,7 +28,7 @@ from kernel.invariants import (
 )
 from kernel.json import thaw, view
 from properties import strategies as gen
-from properties.laws._common import as_events
+from properties.laws import as_events
 
 
 class Log:

@@ -25,7 +25,7 @@ from kernel.jsontext import (
     format_number,
     parse_json,
 )
-from properties import json_values as gen_values
+from properties import _json_values as gen_values
 
 
 class Color(enum.Enum):

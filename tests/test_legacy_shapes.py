@@ -26,7 +26,7 @@ from kernel.events import DEFAULT_KNOWN_TYPES
 from kernel.frames import encode_zstd_frame, load_jsonl_zstd
 from kernel.legacy import LEGACY_SHAPES, legacy_message_id, normalize_legacy
 from kernel.store import JsonlStore, SqliteStore
-from properties import loop
+from properties import _loop as loop
 
 HEADER: dict[str, Any] = {
     "type": "session",

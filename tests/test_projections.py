@@ -53,9 +53,8 @@ from kernel.projections import (
     openai_request,
     paired_history,
 )
-from properties.loop import LoopLog, loop_logs
-from properties.mutations import mutation_cases
-from properties.report import format_log
+from properties._report import format_log
+from properties.strategies import LoopLog, loop_logs, mutation_cases
 
 OPENAI = TypeAdapter(CompletionCreateParamsNonStreaming)
 ANTHROPIC = TypeAdapter(MessageCreateParamsNonStreaming)

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from properties import laws
 from properties import strategies as gen
-from properties.mutations import (
+from properties.profiles import share_of_examples
+from properties.strategies import (
     LEGACY_EVENTS,
     MUTATIONS,
     REWRITE_FIELDS,
@@ -18,7 +19,6 @@ from properties.mutations import (
     MutationCase,
     RewriteCase,
 )
-from properties.profiles import share_of_examples
 
 _HEADER = {"version": 0, "id": "legacy", "createdAt": 0}
 _PER_LABEL = share_of_examples(8, minimum=4)

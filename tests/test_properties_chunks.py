@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from properties import laws
 from properties import strategies as gen
-from properties.batches import BatchItem, build_batch
-from properties.laws.chunks import ROW_CORRUPTIONS
+from properties._batches import BatchItem, build_batch
+from properties.laws import ROW_CORRUPTIONS
 from properties.profiles import share_of_examples
 
 

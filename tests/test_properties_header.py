@@ -7,9 +7,9 @@ from hypothesis import given
 
 from properties import laws
 from properties import strategies as gen
-from properties.headers import HEADER_CHANGES
-from properties.loop import LoopLog
+from properties.laws import HEADER_CHANGES
 from properties.profiles import share_of_examples
+from properties.strategies import LoopLog
 
 
 @given(gen.request_headers())
@@ -24,6 +24,7 @@ def test_p23_equality(change: str, a: dict[str, Any], b: dict[str, Any]) -> None
     laws.law_header_equality(a, b, change)
 
 
+@pytest.mark.slow
 @given(gen.loop_logs(shape="any"))
 def test_p24_fold_composition(log: LoopLog) -> None:
     laws.law_header_fold_composes(log)

@@ -5,8 +5,7 @@ from hypothesis import strategies as st
 
 from properties import laws
 from properties import strategies as gen
-from properties.loop import LoopLog
-from properties.noise import Interleaving
+from properties.strategies import Interleaving, LoopLog
 
 _LOGS = st.one_of(gen.loop_logs(shape="any"), gen.interleavings().map(lambda i: i.mixed))
 

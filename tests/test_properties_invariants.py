@@ -6,9 +6,8 @@ from hypothesis import strategies as st
 
 from properties import laws
 from properties import strategies as gen
-from properties.loop import LoopLog
-from properties.mutations import PERTURBATIONS, Perturbation
 from properties.profiles import share_of_examples
+from properties.strategies import PERTURBATIONS, LoopLog, Perturbation
 
 
 @given(gen.loop_logs(shape="any"))

@@ -31,14 +31,12 @@ from kernel import (
 from kernel import invariants as kernel_invariants
 from kernel.store import JsonlStore, SqliteStore
 from properties import laws
+from properties._mutations import perturb
 from properties.exhaustive import family
-from properties.laws import repair as repair_laws
-from properties.laws._common import as_events
-from properties.loop import CrashPrefix, LoopLog, crash_prefixes
-from properties.mutations import Perturbation, perturb
+from properties.laws import LawViolation, as_events
+from properties.laws import _repair as repair_laws
 from properties.profiles import PROFILES, register_profiles
-from properties.report import LawViolation
-from properties.types import WireEvent
+from properties.strategies import CrashPrefix, LoopLog, Perturbation, WireEvent, crash_prefixes
 
 pytest_plugins = ("pytester",)
 

@@ -14,18 +14,15 @@ from typing import Any
 import attrs
 import pytest
 from hypothesis import Phase, find, given, settings
+from hypothesis.errors import InvalidArgument
 
 from kernel import SessionLog
 from properties import laws
 from properties import strategies as gen
-from properties.exhaustive import family
-from properties.loop import (
-    LOOP_SHAPES,
+from properties._loop import (
     CallSpec,
     CompactAction,
-    LoopLog,
     LoopScript,
-    LoopShape,
     ReplySpec,
     StepSpec,
     TurnAction,
@@ -33,9 +30,11 @@ from properties.loop import (
     interpret,
     loop_scripts,
 )
-from properties.model import SURFACE_TYPES, SurfaceModel
-from properties.report import format_log
-from properties.shapes import Wire
+from properties._model import SURFACE_TYPES, SurfaceModel
+from properties._report import format_log
+from properties._shapes import Wire
+from properties.exhaustive import family
+from properties.strategies import LOOP_SHAPES, LoopLog, LoopShape
 
 # -- the DSH order, checked on wire events ------------------------------------------------------
 
@@ -193,7 +192,7 @@ def test_default_loop_logs_follow_dsh_loop_order(log: LoopLog) -> None:
 
 
 @settings(max_examples=5)
-@given(gen.crash_prefixes(), gen.loop_scripts())
+@given(gen.crash_prefixes(), loop_scripts())
 def test_crash_prefixes_and_scripts_default_to_dsh_order(case: Any, script: LoopScript) -> None:
     assert case.log.script.shape == "dsh" and script.shape == "dsh"
     _assert_dsh_order(case.log)
@@ -238,7 +237,7 @@ def test_any_shape_draws_both_shapes() -> None:
 
 
 def test_an_unknown_shape_is_refused() -> None:
-    with pytest.raises(ValueError, match="shape must be one of"):
+    with pytest.raises(InvalidArgument, match="shape='dhs' must be one of 'dsh', 'loose', 'any'"):
         loop_scripts(shape="dhs")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="'shape' must be in"):
         attrs.evolve(_script(), shape="dhs")  # type: ignore[arg-type]

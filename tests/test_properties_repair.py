@@ -4,7 +4,7 @@ from hypothesis import given
 
 from properties import laws
 from properties import strategies as gen
-from properties.loop import LoopLog
+from properties.strategies import LoopLog
 
 Case = tuple[LoopLog, int]
 

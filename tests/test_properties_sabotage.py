@@ -12,13 +12,13 @@ import pytest
 from kernel.events import Event
 from properties import laws
 from properties.exhaustive import family
-from properties.laws import header as header_laws
-from properties.laws import history as history_laws
-from properties.laws import repair as repair_laws
-from properties.laws import seeds as seed_laws
-from properties.laws import surface as surface_laws
-from properties.loop import LoopLog
-from properties.report import LawViolation
+from properties.laws import LawViolation
+from properties.laws import _header as header_laws
+from properties.laws import _history as history_laws
+from properties.laws import _repair as repair_laws
+from properties.laws import _seeds as seed_laws
+from properties.laws import _surface as surface_laws
+from properties.strategies import LoopLog
 
 _LOGS = list(family("tiny"))
 _RICH = max(_LOGS, key=lambda log: len(log.attempts) + len(log.events))

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from properties import laws
 from properties import strategies as gen
-from properties.loop import LoopLog
+from properties.strategies import LoopLog
 
 _NOW = st.integers(-(2**53) + 1, 2**53 - 1)
 

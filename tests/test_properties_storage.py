@@ -17,9 +17,9 @@ from kernel.store.jsonl import JsonlStore
 from kernel.store.sqlite import SqliteStore
 from properties import laws
 from properties import strategies as gen
-from properties.laws.storage import _BAD_LINES
-from properties.loop import LoopLog
+from properties.laws import BAD_LINES
 from properties.profiles import share_of_examples
+from properties.strategies import LoopLog
 
 Case = tuple[LoopLog, int]
 _LAYOUTS = ("jsonl", "jsonl-zstd", "jsonl-unpacked", "sqlite", "sqlite-unpacked")
@@ -224,7 +224,7 @@ def test_p43a_byte_exact_writer(header: dict[str, Any], log: LoopLog, pack: bool
     laws.law_byte_exact_writer(header, log, pack)
 
 
-@pytest.mark.parametrize("kind", sorted(_BAD_LINES))
+@pytest.mark.parametrize("kind", sorted(BAD_LINES))
 @share_of_examples(6, minimum=4)
 @given(
     header=gen.session_headers(),

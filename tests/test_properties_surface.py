@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 from kernel import SessionLog, derive_messages, fold_surface
 from kernel.errors import ReplaceRangeError
 from kernel.surface import SurfaceState
-from properties import laws, shapes
+from properties import _shapes as shapes
+from properties import laws
 from properties import strategies as gen
+from properties._model import SurfaceModel, messages_of
+from properties._report import check
 from properties.laws._common import append_wire, messages_plain, same_json
-from properties.loop import LoopLog
-from properties.model import SurfaceModel, messages_of
-from properties.report import check
+from properties.strategies import LoopLog
 
 _LOGS = st.one_of(gen.loop_logs(shape="any"), gen.interleavings().map(lambda i: i.mixed))
 

@@ -7,8 +7,7 @@ from hypothesis import given
 
 from properties import laws
 from properties import strategies as gen
-from properties.json_values import BadJson
-from properties.loop import LoopLog
+from properties.strategies import BadJson, LoopLog
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from kernel.json import thaw
 from kernel.loading import TYPED
 from kernel.store import JsonlStore, repair_file
 from properties import strategies as gen
-from properties.laws._common import as_events
+from properties.laws import as_events
 
 HEADER = {"version": 0, "id": "s", "createdAt": 1, "delegationDepth": 0}
 

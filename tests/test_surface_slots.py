@@ -23,8 +23,8 @@ import kernel.surface
 from kernel import APPEND, Event, Replace, SessionLog, derive_messages, fold_surface
 from kernel.errors import ProvenanceError, ReplaceRangeError
 from kernel.surface import Replacement, SurfaceState, surface_state_of
+from properties._model import messages_of, surface_of
 from properties.laws._common import messages_plain, same_json
-from properties.model import messages_of, surface_of
 
 N = 2000
 

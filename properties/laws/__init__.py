@@ -3,21 +3,26 @@
 Each law takes generated input (a log as wire dicts or kernel `Event`s, or the
 input object its generator draws) and raises `LawViolation`, an
 `AssertionError`, explaining the broken law and showing the log one event per
-line. Any test suite can call them inside its own `@given` tests.
+line. Any test suite can call them inside its own `@given` tests. The laws live
+in internal submodules, one per section of the catalog; import them from here.
 """
 
-from properties.laws.admission import (
+from properties._headers import HEADER_CHANGES
+from properties._report import LawViolation
+from properties.laws._admission import (
     law_legacy_refused,
     law_rejection_is_atomic,
     law_rewrite_rule,
     law_seed_rejects_like_append,
 )
-from properties.laws.chunks import (
+from properties.laws._chunks import (
+    ROW_CORRUPTIONS,
     law_chunk_row_round_trip,
     law_chunk_row_validation,
     law_packing_batch_local,
 )
-from properties.laws.header import (
+from properties.laws._common import as_events, as_wire
+from properties.laws._header import (
     law_canonical_idempotent,
     law_context_writer,
     law_header_equality,
@@ -25,7 +30,7 @@ from properties.laws.header import (
     law_request_reconstruction,
     law_writer_rules,
 )
-from properties.laws.history import (
+from properties.laws._history import (
     law_contiguous_sequence,
     law_derived_messages_are_safe,
     law_deterministic_derivation,
@@ -34,12 +39,12 @@ from properties.laws.history import (
     law_noise_never_changes_history,
     law_projection,
 )
-from properties.laws.invariants import (
+from properties.laws._invariants import (
     law_all_violations,
     law_loop_logs_well_formed,
     law_perturbations_caught,
 )
-from properties.laws.repair import (
+from properties.laws._repair import (
     law_closer_emptiness,
     law_closers_deterministic,
     law_crash_prefix_repairs,
@@ -48,14 +53,16 @@ from properties.laws.repair import (
     law_repair_idempotent,
     law_synthetic_results,
 )
-from properties.laws.seeds import (
+from properties.laws._seeds import (
     law_end_seed_position,
     law_fork_prefix,
     law_replay_from_seed,
     law_reseed_idempotent,
     law_seed_equals_append,
 )
-from properties.laws.storage import (
+from properties.laws._storage import (
+    BAD_LINES,
+    Store,
     law_byte_exact_writer,
     law_committed_damage_fatal,
     law_crlf_lines,
@@ -70,23 +77,28 @@ from properties.laws.storage import (
     law_zstd_damage_fatal,
     law_zstd_truncation_tolerance,
 )
-from properties.laws.surface import (
+from properties.laws._surface import (
     law_incremental_surface,
     law_surface_node_count,
     law_surface_nodes_sane,
     law_windowed_fold,
 )
-from properties.laws.values import (
+from properties.laws._values import (
     law_deep_json_accepted,
     law_lossless_json_accepted,
     law_lossy_json_rejected,
     law_snapshot_isolation,
 )
-from properties.report import LawViolation
 
 __all__ = (
     "LawViolation",
     "CATALOG",
+    "as_events",
+    "as_wire",
+    "Store",
+    "HEADER_CHANGES",
+    "ROW_CORRUPTIONS",
+    "BAD_LINES",
     "law_deterministic_derivation",
     "law_contiguous_sequence",
     "law_replay_from_seed",

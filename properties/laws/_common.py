@@ -1,8 +1,8 @@
 """Helpers the laws share: normalizing a log given as wire dicts or `Event`s, building sessions.
 
-A law accepts a log as any sequence of kernel `Event`s or plain wire dicts;
-`as_events` / `as_wire` convert. `append_all` builds a session the way a live
-writer does, one `append` per event.
+Internal to the kit; `properties.laws` re-exports `as_events` and `as_wire`. A law
+accepts a log as any sequence of kernel `Event`s or plain wire dicts, which these
+convert. `append_all` builds a session the way a live writer does, one `append` per event.
 """
 
 from __future__ import annotations
@@ -38,12 +38,20 @@ def _unwrap(log: Any) -> Sequence[Any]:
 
 
 def as_events(log: Any) -> tuple[Event, ...]:
-    """The log as kernel `Event`s (wire objects go through `event_from_json`)."""
+    """The log as kernel `Event`s; wire objects go through `event_from_json`.
+
+    `log` is a sequence of `Event`s or wire dicts, or anything with an `.events` attribute
+    holding one (a `LoopLog`, a `CrashPrefix`, a `SessionLog`).
+
+    >>> [event.type for event in as_events([{"type": "turn/start", "seq": 0, "time": 1,
+    ...                                      "data": {"turn": 1}}])]
+    ['turn/start']
+    """
     return tuple(e if isinstance(e, Event) else event_from_json(e) for e in _unwrap(log))
 
 
 def as_wire(log: Any) -> list[dict[str, Any]]:
-    """The log as caller-owned plain wire dicts."""
+    """The log (as for `as_events`) as caller-owned plain wire dicts."""
     return [event_to_json(e) if isinstance(e, Event) else thaw(e) for e in _unwrap(log)]
 
 

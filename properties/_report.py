@@ -1,7 +1,8 @@
 """Readable failure messages: a law that fails names itself and shows the log, one event per line.
 
-Laws raise `LawViolation` (an `AssertionError`) through `violated`, so pytest
-shows the message and Hypothesis shrinks on it like any assertion.
+Internal to the kit; `properties.laws` re-exports `LawViolation`. Laws raise it (an
+`AssertionError`) through `violated`, so pytest shows the message and Hypothesis shrinks
+on it like any assertion.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ __all__ = ("LawViolation", "violated", "format_log", "format_value", "check", "p
 
 class LawViolation(AssertionError):
     """A property of the catalog does not hold for a generated input."""
+
+    # A failure prints the class by its module: show the public one, `properties.laws`.
+    __module__ = "properties.laws"
 
 
 def format_value(value: Any, *, limit: int = 400) -> str:

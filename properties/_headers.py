@@ -2,7 +2,8 @@
 
 `request_headers` draws valid headers, often not canonical (empty `system`,
 empty `tools`, marker-less `adapterDefaults`, extra keys). `HEADER_CHANGES`
-lists the edits P23 says must make two headers unequal.
+lists the edits P23 says must make two headers unequal. Internal to the kit:
+`properties.strategies` re-exports `request_headers`, `properties.laws` `HEADER_CHANGES`.
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ HEADER_CHANGES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "tool byte": _tool_byte,
     "tool member order": _tool_member_order,
 }
-"""Edits of a canonical header after which `headers_equal` must be false (P23)."""
+"""Edits of a canonical header after which `headers_equal` must be false (P23), by the label
+`law_header_equality(change=...)` takes."""
 
 
 def apply_change(header: dict[str, Any], change: str) -> dict[str, Any] | None:

@@ -3,7 +3,7 @@ order.
 
 Every generator builds its events here, so one place knows the envelope order a
 live append writes (`type, seq, time, data, sourceEventSeqs?, surfaceOp?,
-ignorable?`) and the message shapes R10 checks.
+ignorable?`) and the message shapes R10 checks. Internal to the kit.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from kernel.errors import KernelError, MalformedChunkRow
 from kernel.events import APPEND, Event
 from kernel.json import thaw
 from kernel.jsontext import encode_json_bytes
-from properties.report import check, violated
+from properties._report import check, violated
 
 __all__ = (
     "batch_events",
@@ -244,12 +244,13 @@ ROW_CORRUPTIONS: dict[str, Any] = {
     "seq range": _seq_range,
     "time range": _time_range,
 }
-"""Single-field corruptions of a valid chunk row (docs/format/events.md §7.6), by label."""
+"""Single-field corruptions of a valid chunk row (docs/format/events.md §7.6), by the label
+`law_chunk_row_validation(corruption=...)` takes."""
 
 
 def law_chunk_row_validation(row: Mapping[str, Any], corruption: str) -> None:
     """P43: a single-field corruption of a valid row raises `MalformedChunkRow` and is never
-    returned as an event (the valid row expands)."""
+    returned as an event (the valid row expands). `corruption` is a key of `ROW_CORRUPTIONS`."""
     law = f"P43 chunk row validation [{corruption}]"
     valid = thaw(row)
     expanded = expand_chunk_row(valid)

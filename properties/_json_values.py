@@ -1,5 +1,6 @@
 """G-json and G-bad-json: lossless JSON values, and values with exactly one labelled defect.
 
+Internal to the kit: the public names are re-exported by `properties.strategies`.
 Values are plain `dict`/`list`/scalars, as a caller would hand them to the
 kernel. A bad value is a `BadJson(label, value)`: the label names the single
 defect (docs/format/events.md §1.2), so a failing law can say which rule was missed.
@@ -8,12 +9,15 @@ defect (docs/format/events.md §1.2), so a failing law can say which rule was mi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
 import attrs
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from properties._validation import check_labels, check_size
 
 __all__ = (
     "MAX_SAFE",
@@ -39,7 +43,16 @@ _NON_BMP = st.integers(0x10000, 0x10FFFF).map(chr)
 
 
 def json_strings(*, max_size: int = 12) -> st.SearchStrategy[str]:
-    """Text with ASCII, non-BMP characters, control characters and lone surrogates."""
+    """Text with ASCII, non-BMP characters, control characters and lone surrogates.
+
+    Args:
+        max_size: the text is joined from at most `max(1, max_size // 3)` pieces of up to
+            four characters each. An int of at least 0.
+
+    Raises:
+        InvalidArgument: when built with a bad `max_size`.
+    """
+    check_size("max_size", max_size)
     pieces = st.one_of(
         st.text(alphabet='abcxyz 019"\\/é', max_size=4),
         st.text(max_size=3),
@@ -75,7 +88,16 @@ def _finite_float(x: float) -> float:
 
 
 def json_scalars(*, strings: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Any]:
-    """`None`, booleans, safe integers, finite floats other than -0.0, and text."""
+    """`None`, booleans, safe integers, finite floats other than -0.0, and text.
+
+    Args:
+        strings: the strategy for the text; default: `json_strings()`.
+
+    Raises:
+        InvalidArgument: when built with a `strings` that is not a strategy.
+    """
+    if strings is not None and not isinstance(strings, st.SearchStrategy):
+        raise InvalidArgument(f"strings={strings!r} must be a strategy of str or None")
     return st.one_of(
         st.none(),
         st.booleans(),
@@ -87,7 +109,15 @@ def json_scalars(*, strings: st.SearchStrategy[str] | None = None) -> st.SearchS
 
 
 def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
-    """G-json: nested objects/arrays (depth up to about 6) over `json_scalars`."""
+    """G-json: nested objects/arrays (depth up to about 6) over `json_scalars`.
+
+    Args:
+        max_leaves: the most scalars in one value (`st.recursive`'s bound), at least 1.
+
+    Raises:
+        InvalidArgument: when built with a bad `max_leaves`.
+    """
+    check_size("max_leaves", max_leaves, minimum=1)
     return st.recursive(
         json_scalars(),
         lambda children: st.one_of(
@@ -99,7 +129,15 @@ def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
 
 
 def json_containers(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
-    """G-json values that are objects or arrays."""
+    """G-json values that are objects or arrays.
+
+    Args:
+        max_leaves: as for `json_values`, per member (at least 1).
+
+    Raises:
+        InvalidArgument: when built with a bad `max_leaves`.
+    """
+    check_size("max_leaves", max_leaves, minimum=1)
     return st.one_of(
         st.lists(json_values(max_leaves=max_leaves), max_size=4),
         st.dictionaries(json_keys(), json_values(max_leaves=max_leaves), max_size=4),
@@ -167,7 +205,7 @@ def payload_values() -> st.SearchStrategy[Any]:
 
 @attrs.frozen
 class BadJson:
-    """A value with exactly one defect; `label` names it (e.g. `"nan"`, `"cycle"`)."""
+    """A value with exactly one defect: `label` names it (a key of `DEFECTS`), `value` holds it."""
 
     label: str
     value: Any = attrs.field(repr=False)
@@ -234,7 +272,8 @@ DEFECTS: dict[str, Callable[[], Any]] = {
     "int-subclass": lambda: _Int(3),
     "object": _Opaque,
 }
-"""Every defect G-bad-json injects, by label (docs/format/events.md §1.2)."""
+"""Every defect G-bad-json injects, by the label `bad_json(labels=...)` takes; each value makes
+one (docs/format/events.md §1.2)."""
 
 
 @attrs.frozen
@@ -259,9 +298,17 @@ def _embed(defect: Any, wraps: list[_Wrap]) -> Any:
     return value
 
 
-def bad_json(*, labels: tuple[str, ...] | None = None) -> st.SearchStrategy[BadJson]:
-    """G-bad-json: a G-json value with one defect from `DEFECTS` injected at a random depth."""
-    names = sorted(DEFECTS) if labels is None else list(labels)
+def bad_json(*, labels: Sequence[str] | None = None) -> st.SearchStrategy[BadJson]:
+    """G-bad-json: a G-json value with one defect from `DEFECTS` injected at a random depth.
+
+    Args:
+        labels: the defects to draw from, as a list or tuple of `DEFECTS` keys (default: all).
+
+    Raises:
+        InvalidArgument: when built with `labels` that is empty, not a list or tuple, or names
+            an unknown defect.
+    """
+    names = sorted(DEFECTS) if labels is None else list(check_labels("labels", labels, DEFECTS))
     wrap = st.builds(
         _Wrap,
         kind=st.sampled_from(["list", "dict"]),

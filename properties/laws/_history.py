@@ -11,9 +11,9 @@ from kernel.codec import event_to_json
 from kernel.json import thaw
 from kernel.messages import derive_messages, project_message
 from kernel.surface import fold_surface
+from properties._model import messages_of
+from properties._report import check, format_value, violated
 from properties.laws._common import append_all, as_events, as_wire, messages_plain, same_json
-from properties.model import messages_of
-from properties.report import check, format_value, violated
 
 __all__ = (
     "law_deterministic_derivation",

@@ -24,9 +24,9 @@ from kernel.json import thaw
 from kernel.jsontext import encode_json_bytes
 from kernel.messages import derive_messages
 from kernel.repair import interrupted_turn_closers
+from properties._report import check, violated
+from properties._spelling import header_line, stringify
 from properties.laws._common import as_events, as_wire, same_json
-from properties.report import check, violated
-from properties.spelling import header_line, stringify
 
 __all__ = (
     "Store",
@@ -44,6 +44,7 @@ __all__ = (
     "law_crlf_lines",
     "law_legacy_refused_on_load",
     "record_lines",
+    "BAD_LINES",
 )
 
 
@@ -440,7 +441,7 @@ def law_unknown_types(
     """P41: an event of a type outside the known vocabulary makes load fail with
     `UnsupportedFormat` unless it is `ignorable`, when it is returned verbatim and derivation
     is unchanged."""
-    from properties.mutations import insert_event
+    from properties._mutations import insert_event
 
     law = f"P41 unknown types ({type_}, ignorable={ignorable})"
     wire = as_wire(log)
@@ -539,7 +540,7 @@ def law_byte_exact_writer(header: Mapping[str, Any], log: Any, pack: bool = True
         )
 
 
-_BAD_LINES = {
+BAD_LINES: dict[str, bytes] = {
     "NaN": b'{"type":"x","seq":1,"time":NaN,"data":1}',
     "Infinity": b'{"type":"x","seq":1,"time":1,"data":Infinity}',
     "-Infinity": b'{"type":"x","seq":1,"time":1,"data":-Infinity}',
@@ -553,6 +554,7 @@ _BAD_LINES = {
     "long number": b"1234567890123456.5",
     "lone surrogate string": b'"\\ud800"',
 }
+"""The lines P43b inserts, by the `kind` `law_strict_record_parsing` takes."""
 
 
 def _outcome(data: bytes) -> tuple[str, Any]:
@@ -567,7 +569,8 @@ def law_strict_record_parsing(
     header: Mapping[str, Any], log: Any, kind: str, position: int
 ) -> None:
     """P43b: inserting a line with a bare NaN/Infinity token, a blank line or a non-object JSON
-    value behaves exactly like inserting `{not json`."""
+    value behaves exactly like inserting `{not json`. `kind` is a key of `BAD_LINES`; the line
+    goes before record `position % (records + 1)`."""
     law = f"P43b strict record parsing ({kind})"
     data = write_jsonl(header, as_events(log))
     head, *_ = data.split(b"\n", 1)
@@ -577,7 +580,7 @@ def law_strict_record_parsing(
     def with_line(bad: bytes) -> bytes:
         return b"\n".join([head, *lines[:k], bad, *lines[k:]]) + b"\n"
 
-    got, reference = _outcome(with_line(_BAD_LINES[kind])), _outcome(with_line(b"{not json"))
+    got, reference = _outcome(with_line(BAD_LINES[kind])), _outcome(with_line(b"{not json"))
     check(
         got == reference,
         law,

@@ -6,10 +6,10 @@ from typing import Any
 
 from kernel.errors import InvariantViolation
 from kernel.invariants import check_invariants, check_invariants_strict
+from properties._model import violations_of
+from properties._mutations import Perturbation
+from properties._report import check, violated
 from properties.laws._common import as_events, as_wire
-from properties.model import violations_of
-from properties.mutations import Perturbation
-from properties.report import check, violated
 
 __all__ = ("law_loop_logs_well_formed", "law_all_violations", "law_perturbations_caught")
 

@@ -21,10 +21,10 @@ from kernel.repair import (
     TOOL_OUTCOME_UNKNOWN_TEXT,
     interrupted_turn_closers,
 )
+from properties._model import scan_for_closers
+from properties._report import check, violated
 from properties.laws._common import as_events, as_wire
-from properties.laws.history import tool_pairing_problem
-from properties.model import scan_for_closers
-from properties.report import check, violated
+from properties.laws._history import tool_pairing_problem
 
 __all__ = (
     "law_crash_prefix_repairs",

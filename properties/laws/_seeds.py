@@ -10,8 +10,8 @@ from kernel.errors import ForkError, KernelError
 from kernel.log import SessionLog
 from kernel.messages import derive_messages
 from kernel.seeds import fork_prefix, last_end_seed
+from properties._report import check, violated
 from properties.laws._common import append_all, as_events, as_wire, same_json
-from properties.report import check, violated
 
 __all__ = (
     "law_replay_from_seed",

@@ -16,11 +16,11 @@ from kernel.header import (
 from kernel.json import json_equal, thaw
 from kernel.messages import derive_messages
 from kernel.surface import fold_surface
-from properties.headers import apply_change
+from properties._headers import apply_change
+from properties._loop import LoopLog
+from properties._model import canonical, equal_headers
+from properties._report import check, violated
 from properties.laws._common import append_all, as_events, as_wire, same_json
-from properties.loop import LoopLog
-from properties.model import canonical, equal_headers
-from properties.report import check, violated
 
 __all__ = (
     "law_canonical_idempotent",
@@ -35,8 +35,9 @@ _ORDER = ("config", "adapterDefaults", "system", "tools")
 
 
 def law_canonical_idempotent(header: Mapping[str, Any]) -> None:
-    """P22: `canonical(canonical(h)) == canonical(h)`, which keeps a subset of `h`'s keys with
-    equal values (in the order config, adapterDefaults, system, tools)."""
+    """P22: canonicalizing twice (`kernel.canonical_header`) is canonicalizing once, which keeps
+    a subset of `header`'s keys with equal values (in the order config, adapterDefaults, system,
+    tools)."""
     law = "P22 canonicalization is idempotent and only removes"
     once = canonical_header(header)
     twice = canonical_header(once)

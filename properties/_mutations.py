@@ -1,5 +1,7 @@
 """Single-rule admission mutations (P11-P13, P18) and structural perturbations (P29).
 
+Internal to the kit: `properties.strategies` re-exports the strategies, the cases they draw
+and the label catalogs (`MUTATIONS`, `REWRITE_FIELDS`, `LEGACY_EVENTS`, `PERTURBATIONS`).
 A `Mutation` is a candidate next event for a valid prefix that breaks exactly
 one admission rule, labelled by that rule and the error class admission must
 raise. Perturbations edit a well-formed log so that exactly one relational
@@ -11,16 +13,19 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
+from types import EllipsisType
 from typing import Any
 
 import attrs
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
-from properties import shapes
-from properties.loop import LoopLog, ShapeChoice, loop_logs
-from properties.model import surface_of
-from properties.report import pretty_as_repr
-from properties.shapes import Wire
+from properties import _shapes as shapes
+from properties._loop import LoopLog, ShapeChoice, check_shape, loop_logs
+from properties._model import surface_of
+from properties._report import pretty_as_repr
+from properties._shapes import Wire
+from properties._validation import check_choice, check_labels
 
 __all__ = (
     "Mutation",
@@ -46,7 +51,11 @@ __all__ = (
 
 @attrs.frozen
 class Mutation:
-    """A candidate next event (wire, `seq == len(prefix)`) breaking rule `label` → `error`."""
+    """A candidate next event that breaks one admission rule.
+
+    `label` is its key in `MUTATIONS`, `error` the name of the `KernelError` class admission
+    must raise, `event` the candidate as a wire dict (`seq == len(prefix)`).
+    """
 
     label: str
     error: str
@@ -55,7 +64,11 @@ class Mutation:
 
 @attrs.frozen(repr=False)
 class MutationCase:
-    """A valid prefix, a rejected candidate, and the valid event that really came next (if any)."""
+    """A valid prefix, a rejected candidate, and the valid event that really came next.
+
+    `prefix` is wire dicts, `mutation` a `Mutation`, `valid_next` the log's next event (None
+    when the prefix is the whole log).
+    """
 
     prefix: tuple[Wire, ...]
     mutation: Mutation
@@ -64,7 +77,7 @@ class MutationCase:
     _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
-        from properties.report import format_log, format_value
+        from properties._report import format_log, format_value
 
         return (
             f"MutationCase({self.mutation.label} -> {self.mutation.error})\n"
@@ -210,7 +223,8 @@ REWRITE_FIELDS: dict[str, str] = {
     "toolCallId alone": "MessageShapeError",
     "data extra key": "EventShapeError",
 }
-"""Every field P18 changes in a tool-result rewrite, and the error admission must raise.
+"""Every field P18 changes in a tool-result rewrite (the `change` of `rewrite_cases`), and the
+error admission must raise.
 
 Changing `role`, or `toolCallId` without `source.callId`, also breaks R10, and
 an extra key beside `turn, step, message, error, meta` breaks R12; both run
@@ -414,7 +428,10 @@ MUTATIONS: dict[str, tuple[str, _Maker]] = {
         _simple("turn/end", {"turn": 1, "reason": {"kind": "completed", "why": "x"}}),
     ),
 }
-"""Every mutation, by label: the error class admission must raise, and how to build it."""
+"""Every mutation, by label: the error class admission must raise, and how to build it.
+
+The keys are the labels `mutation_cases(labels=...)` takes; each starts with the rule it breaks.
+"""
 
 
 def applicable(prefix: Sequence[Wire]) -> list[str]:
@@ -437,10 +454,22 @@ def mutation_cases(
 ) -> st.SearchStrategy[MutationCase]:
     """A G-loop prefix, a single-rule mutation of its next event, and the real next event.
 
-    `labels` restricts the rules broken (default: all of `MUTATIONS`); the cut is drawn
-    among the prefixes the chosen mutation applies to. `logs` replaces the G-loop logs
-    (of loop shape `shape`) the prefixes are cut from.
+    The cut is drawn among the prefixes the chosen mutation applies to.
+
+    Args:
+        labels: the rules broken, as a list or tuple of `MUTATIONS` keys (default: all).
+        logs: a strategy of `LoopLog`s to cut the prefixes from, instead of G-loop logs.
+        shape: the loop shape of the G-loop logs (`LOOP_SHAPES`, or `"any"`).
+
+    Raises:
+        InvalidArgument: when built with `labels` that is empty, not a list or tuple, or names
+            an unknown mutation; a `logs` that is not a strategy; or an unknown `shape`.
     """
+    check_shape(shape)
+    if logs is not None and not isinstance(logs, st.SearchStrategy):
+        raise InvalidArgument(f"logs={logs!r} must be a strategy of LoopLogs or None")
+    if labels is not None:
+        labels = check_labels("labels", labels, MUTATIONS)
     source = (
         logs
         if logs is not None
@@ -467,7 +496,11 @@ def mutation_cases(
 
 @attrs.frozen(repr=False)
 class RewriteCase:
-    """P18 input: a log prefix ending on a valid state and a rewrite of one current result."""
+    """P18 input: a log prefix ending on a valid state and a rewrite of one current result.
+
+    `target` is the seq of the rewritten `tool/result`, `change` the `REWRITE_FIELDS` key also
+    changed (None: content only); `event()` builds the rewrite.
+    """
 
     prefix: tuple[Wire, ...]
     target: int
@@ -480,20 +513,33 @@ class RewriteCase:
     _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
-        from properties.report import format_log
+        from properties._report import format_log
 
         return f"RewriteCase(target={self.target}, change={self.change})\n{format_log(self.prefix)}"
 
 
 def rewrite_cases(
-    change: str | object | None = ..., *, shape: ShapeChoice = "dsh"
+    change: str | EllipsisType | None = ..., *, shape: ShapeChoice = "dsh"
 ) -> st.SearchStrategy[RewriteCase]:
-    """A G-loop log (loop shape `shape`) with at least one tool/result node; a rewrite changing
-    content, plus the field `change` (default: drawn from None and every key of
-    `REWRITE_FIELDS`)."""
-    changes: st.SearchStrategy[str | None] = (
-        st.none() | st.sampled_from(sorted(REWRITE_FIELDS)) if change is ... else st.just(change)  # type: ignore[arg-type]
-    )
+    """A G-loop log with at least one tool/result node, and a rewrite of one of them that changes
+    its content and, unless `change` is None, one more field.
+
+    Args:
+        change: a key of `REWRITE_FIELDS`, or None for a content-only rewrite; default: drawn
+            from None and every key.
+        shape: the loop shape of the G-loop logs (`LOOP_SHAPES`, or `"any"`).
+
+    Raises:
+        InvalidArgument: when built with an unknown `change` or `shape`.
+    """
+    check_shape(shape)
+    changes: st.SearchStrategy[str | None]
+    if isinstance(change, EllipsisType):
+        changes = st.none() | st.sampled_from(sorted(REWRITE_FIELDS))
+    else:
+        if change is not None:
+            check_choice("change", change, sorted(REWRITE_FIELDS))
+        changes = st.just(change)
 
     def build(log: LoopLog, pick: int, change: str | None) -> RewriteCase | None:
         results = _result_nodes(log.events)
@@ -547,12 +593,13 @@ LEGACY_EVENTS: dict[str, Wire] = {
     "mode/set": shapes.envelope("mode/set", 0, 1, {"mode": "plan"}),
     "fallback header": shapes.envelope("request/header", 0, 1, _header("fallback")),
 }
-"""The retired vocabulary of docs/format/events.md §6.3, one event each."""
+"""The retired vocabulary of docs/format/events.md §6.3, one event each, by the label
+`legacy_insertions(label=...)` takes."""
 
 
 @attrs.frozen(repr=False)
 class LegacyInsertion:
-    """P13 input: a G-loop log with one legacy event inserted at `position`."""
+    """P13 input: a G-loop log (`events`) with the legacy event `label` inserted at `position`."""
 
     label: str
     position: int
@@ -561,7 +608,7 @@ class LegacyInsertion:
     _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
-        from properties.report import format_log
+        from properties._report import format_log
 
         return f"LegacyInsertion({self.label} at {self.position})\n{format_log(self.events)}"
 
@@ -569,8 +616,19 @@ class LegacyInsertion:
 def legacy_insertions(
     label: str | None = None, *, shape: ShapeChoice = "dsh"
 ) -> st.SearchStrategy[LegacyInsertion]:
-    """A G-loop log (loop shape `shape`) with a `request/header-delta`, `mode/set` or fallback
-    header inserted (`label`, a key of `LEGACY_EVENTS`, fixes which)."""
+    """A G-loop log with one event of retired vocabulary inserted: a `request/header-delta`, a
+    `mode/set` or a fallback header.
+
+    Args:
+        label: the key of `LEGACY_EVENTS` to insert; default: drawn.
+        shape: the loop shape of the G-loop logs (`LOOP_SHAPES`, or `"any"`).
+
+    Raises:
+        InvalidArgument: when built with an unknown `label` or `shape`.
+    """
+    check_shape(shape)
+    if label is not None:
+        check_choice("label", label, sorted(LEGACY_EVENTS))
 
     def build(log: LoopLog, label: str, at: int) -> LegacyInsertion:
         k = at % (len(log.events) + 1)
@@ -585,7 +643,10 @@ def legacy_insertions(
 
 @attrs.frozen(repr=False)
 class Perturbation:
-    """A well-formed log edited so one relational invariant breaks (`kind` says which edit)."""
+    """A well-formed log (`original`) edited so one relational invariant breaks (`events`).
+
+    `kind` is the edit, one of `PERTURBATIONS`.
+    """
 
     kind: str
     original: tuple[Wire, ...]
@@ -594,7 +655,7 @@ class Perturbation:
     _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
-        from properties.report import format_log
+        from properties._report import format_log
 
         return f"Perturbation({self.kind})\n{format_log(self.events)}"
 
@@ -669,13 +730,24 @@ PERTURBATIONS = (
     "move request/header out of its turn",
     "duplicate tool/result",
 )
+"""The edits `perturbations(kind=...)` takes; each breaks one relational invariant (P29)."""
 
 
 def perturbations(
     kind: str | None = None, *, shape: ShapeChoice = "dsh"
 ) -> st.SearchStrategy[Perturbation]:
-    """P29 input: one perturbation of a G-loop log of loop shape `shape` (`kind` from
-    `PERTURBATIONS`, or drawn)."""
+    """P29 input: one perturbation of a G-loop log, which breaks one relational invariant.
+
+    Args:
+        kind: the perturbation, one of `PERTURBATIONS`; default: drawn.
+        shape: the loop shape of the G-loop logs (`LOOP_SHAPES`, or `"any"`).
+
+    Raises:
+        InvalidArgument: when built with an unknown `kind` or `shape`.
+    """
+    check_shape(shape)
+    if kind is not None:
+        check_choice("kind", kind, PERTURBATIONS)
 
     def build(log: LoopLog, kind: str, pick: int) -> Perturbation | None:
         edited = perturb(log.events, kind, pick)

@@ -1,5 +1,6 @@
 """G-noise and message scripts: non-surface events interleaved with surface events (P1, P5).
 
+Internal to the kit: `properties.strategies` re-exports `interleavings` and `Interleaving`.
 Message events are drawn as templates that name each other by their position
 among the messages, not by seq; `interleave` assigns seqs after merging with
 noise, so the same messages can be laid out with and without noise. Relational
@@ -15,10 +16,11 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from properties import shapes
-from properties.loop import plain_text
-from properties.report import pretty_as_repr
-from properties.shapes import Wire
+from properties import _shapes as shapes
+from properties._loop import plain_text
+from properties._report import pretty_as_repr
+from properties._shapes import Wire
+from properties._validation import check_size
 
 __all__ = (
     "NoiseEvent",
@@ -194,7 +196,7 @@ class Interleaving:
     _repr_pretty_ = pretty_as_repr
 
     def __repr__(self) -> str:
-        from properties.report import format_log
+        from properties._report import format_log
 
         alone, mixed = format_log(self.messages), format_log(self.mixed)
         return f"Interleaving(\n messages:\n{alone}\n mixed:\n{mixed})"
@@ -214,7 +216,17 @@ def message_ops() -> st.SearchStrategy[MessageOp]:
 
 
 def interleavings(*, max_messages: int = 8, max_noise: int = 10) -> st.SearchStrategy[Interleaving]:
-    """P5 input: message events alone and the same events interleaved with G-noise."""
+    """P5 input: message events alone and the same events interleaved with G-noise.
+
+    Args:
+        max_messages: the most message events, an int of at least 0.
+        max_noise: the most noise events interleaved with them, an int of at least 0.
+
+    Raises:
+        InvalidArgument: when built with a bad `max_messages` or `max_noise`.
+    """
+    check_size("max_messages", max_messages)
+    check_size("max_noise", max_noise)
 
     def build(ops: list[MessageOp], noise: list[NoiseEvent], order: list[bool]) -> Interleaving:
         templates = templates_of(ops)

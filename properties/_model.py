@@ -3,6 +3,7 @@
 It reads plain wire dicts and never imports kernel code, so a law that compares
 the kernel with it compares two implementations of the spec, not one with
 itself. It trusts its input (generated logs are valid); it is not a validator.
+Internal to the kit: nothing here is public.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """G-loop: logs shaped like real model-loop output (docs/format/properties.md §1), and their crash
 prefixes.
 
-Hypothesis draws a short list of small *actions* (a turn with its steps, a user
-message, an extension event, a compaction, a re-seed); `interpret` turns them
-into wire events deterministically, tracking the surface, the pairing cuts and
-the request-header writer with the independent `properties.model`. Shrinking
-therefore removes whole turns, steps and calls, and a failure shows a short log.
+Internal to the kit: `properties.strategies` re-exports the public names (the
+strategies, `LoopLog`, `CrashPrefix`, `LOOP_SHAPES`). Hypothesis draws a short list
+of small *actions* (a turn with its steps, a user message, an extension event, a
+compaction, a re-seed); `interpret` turns them into wire events deterministically,
+tracking the surface, the pairing cuts and the request-header writer with the kit's
+independent model of the folds. Shrinking therefore removes whole turns, steps and
+calls, and a failure shows a short log.
 
 A script's `shape` fixes the order of the events (`LOOP_SHAPES`): DSH's agent-loop
 order by default, or the looser orders v0 also admits. Both must stay valid v0.
@@ -19,26 +21,29 @@ from typing import Any, Literal, NamedTuple
 
 import attrs
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from kernel.codec import event_from_json
 from kernel.events import Event
-from properties import shapes
-from properties.json_values import array_index_objects, json_strings, json_values
-from properties.model import (
+from properties import _shapes as shapes
+from properties._json_values import array_index_objects, json_strings, json_values
+from properties._model import (
     SurfaceModel,
     WriterModel,
     header_fold,
     messages_of,
     pairing_cuts,
 )
-from properties.report import format_log, pretty_as_repr
-from properties.shapes import Wire
+from properties._report import format_log, pretty_as_repr
+from properties._shapes import Wire
+from properties._validation import check_bool, check_choice, check_order, check_size
 
 __all__ = (
     "HEADER_POOL",
     "LOOP_SHAPES",
     "LoopShape",
     "ShapeChoice",
+    "check_shape",
     "CallSpec",
     "ReplySpec",
     "StepSpec",
@@ -93,7 +98,7 @@ differ only by `stop: []` (not equal).
 
 
 LoopShape = Literal["dsh", "loose"]
-"""The order `interpret` writes a script's events in (see `LOOP_SHAPES`)."""
+"""The order a G-loop log's events are written in (see `LOOP_SHAPES`)."""
 
 LOOP_SHAPES: tuple[LoopShape, ...] = ("dsh", "loose")
 """The loop shapes (docs/properties.md, "Loop shapes" says what each writes).
@@ -108,6 +113,11 @@ with notices, and a compaction as a bare replacing `user/message`.
 
 ShapeChoice = LoopShape | Literal["any"]
 """What the strategies' `shape` takes: a loop shape, or `"any"` to draw one per example."""
+
+
+def check_shape(shape: Any) -> None:
+    """Raise `InvalidArgument` unless `shape` is a `ShapeChoice`."""
+    check_choice("shape", shape, (*LOOP_SHAPES, "any"))
 
 
 def plain_text() -> st.SearchStrategy[str]:
@@ -263,12 +273,26 @@ class Attempt:
 
 @attrs.frozen(repr=False)
 class LoopLog:
-    """A generated model-loop log: wire events (do not mutate) plus the writer's record."""
+    """A generated model-loop log: wire events plus the simulated writer's record.
+
+    Attributes:
+        events: the wire events, in seq order; do not mutate them (`wire()` copies).
+        attempts: every model request the simulated writer made (its header, declaration,
+            decision, context and the messages sent), which the writer laws P25-P27 replay.
+        seeds: the log lengths at which the writer re-seeded.
+        script: the drawn actions the events were interpreted from; `shape` is the part of
+            it a test reads.
+    """
 
     events: tuple[Wire, ...]
     attempts: tuple[Attempt, ...]
     seeds: tuple[int, ...]
     script: LoopScript
+
+    @property
+    def shape(self) -> LoopShape:
+        """The loop shape the events are written in (`"dsh"` or `"loose"`)."""
+        return self.script.shape
 
     def kernel_events(self) -> tuple[Event, ...]:
         """The events decoded with `kernel.event_from_json`."""
@@ -795,11 +819,10 @@ def _actions(
     min_steps: int,
     shape: LoopShape,
 ) -> st.SearchStrategy[Action]:
+    steps = st.lists(_steps(text, max_calls, shape), min_size=min_steps, max_size=max_steps)
     turn = st.builds(
         TurnAction,
-        steps=st.lists(
-            _steps(text, max_calls, shape), min_size=min(min_steps, max_steps), max_size=max_steps
-        ).map(tuple),
+        steps=steps.map(tuple),
         reason=st.integers(0, len(shapes.turn_end_reasons()) - 1),
         rewrite=st.none() | st.integers(0, 5),
         rewrite_text=text,
@@ -835,10 +858,19 @@ def loop_scripts(
     min_steps: int = 0,
     shape: ShapeChoice = "dsh",
 ) -> st.SearchStrategy[LoopScript]:
-    """Scripts for `interpret`. `rich=True` draws G-json text, array-index keys and odd numbers;
-    `min_actions` / `min_steps` make longer logs (e.g. several requests for the writer laws);
-    `shape` is one of `LOOP_SHAPES`, or `"any"` to draw one per example (shrinking to `"dsh"`).
-    """
+    """Scripts for `interpret`, with the arguments of `loop_logs` (checked here)."""
+    for name, value in (
+        ("max_actions", max_actions),
+        ("max_steps", max_steps),
+        ("max_calls", max_calls),
+        ("min_actions", min_actions),
+        ("min_steps", min_steps),
+    ):
+        check_size(name, value)
+    check_order("min_actions", min_actions, "max_actions", max_actions)
+    check_order("min_steps", min_steps, "max_steps", max_steps)
+    check_bool("rich", rich)
+    check_shape(shape)
     if shape == "any":
         # `one_of` over built strategies, not `flatmap`: a flatmap builds the whole strategy
         # again for every example, which made drawing three times slower. The first branch is
@@ -857,8 +889,6 @@ def loop_scripts(
                 for drawn in LOOP_SHAPES
             )
         )
-    if shape not in LOOP_SHAPES:
-        raise ValueError(f"shape must be one of {LOOP_SHAPES} or 'any', not {shape!r}")
     text = json_strings(max_size=9) if rich else plain_text()
     payload: st.SearchStrategy[Any] = (
         st.one_of(json_values(max_leaves=5), array_index_objects())
@@ -871,7 +901,7 @@ def loop_scripts(
         ticks=st.lists(st.integers(-3, 400), max_size=3).map(tuple),
         actions=st.lists(
             _actions(text, max_steps, max_calls, payload, min_steps, shape),
-            min_size=min(min_actions, max_actions),
+            min_size=min_actions,
             max_size=max_actions,
         ).map(tuple),
         rich=st.just(rich),
@@ -890,7 +920,25 @@ def loop_logs(
     shape: ShapeChoice = "dsh",
 ) -> st.SearchStrategy[LoopLog]:
     """G-loop: valid, well-formed model-loop logs (every turn closed), in DSH's loop order
-    unless `shape` says otherwise (`LOOP_SHAPES`, or `"any"`)."""
+    unless `shape` says otherwise.
+
+    Args:
+        max_actions: the most actions (a turn, a user message between turns, an extension
+            event, a compaction, a re-seed) in a log.
+        max_steps: the most steps in a turn.
+        max_calls: the most tool calls in one assistant message.
+        rich: draw G-json text, array-index keys and numbers with tricky spellings instead of
+            short ASCII text.
+        min_actions: the fewest actions, for longer logs (e.g. several requests for the writer
+            laws); at most `max_actions`.
+        min_steps: the fewest steps in a turn; at most `max_steps`.
+        shape: one of `LOOP_SHAPES`, or `"any"` to draw one per example (shrinking towards
+            `"dsh"`).
+
+    Raises:
+        InvalidArgument: when built with a size that is not an int of at least 0, a minimum
+            above its maximum, a `rich` that is not a bool, or an unknown `shape`.
+    """
     return loop_scripts(
         max_actions=max_actions,
         max_steps=max_steps,
@@ -903,15 +951,16 @@ def loop_logs(
 
 
 def loop_events(**kwargs: Any) -> st.SearchStrategy[tuple[Event, ...]]:
-    """G-loop logs as kernel `Event`s (`kwargs` as for `loop_logs`, `shape` included)."""
+    """G-loop logs as kernel `Event`s; `kwargs` are the arguments of `loop_logs`, checked the
+    same way."""
     return loop_logs(**kwargs).map(LoopLog.kernel_events)
 
 
 def crash_prefixes(**kwargs: Any) -> st.SearchStrategy[CrashPrefix]:
     """G-crash: `CrashPrefix(log, k)`, a G-loop log and a cut `0 <= k <= len(log)` (the prefix
     is `log.events[:k]`; it unpacks as `log, k`). `k` shrinks towards the log's end, so a
-    shrunk prefix is a short log cut late, not a long log cut early. `kwargs` go to
-    `loop_logs` (`shape` included: DSH order by default)."""
+    shrunk prefix is a short log cut late, not a long log cut early. `kwargs` are the arguments
+    of `loop_logs` (`shape` included: DSH order by default), checked the same way."""
     logs = loop_logs(**kwargs)
 
     @st.composite
@@ -923,7 +972,18 @@ def crash_prefixes(**kwargs: Any) -> st.SearchStrategy[CrashPrefix]:
 
 
 def session_headers(*, session_id: str = "sess-1") -> st.SearchStrategy[dict[str, Any]]:
-    """Valid in-memory session header records (docs/format/events.md §2.1) as plain dicts."""
+    """Valid in-memory session header records (docs/format/events.md §2.1) as plain dicts.
+
+    Args:
+        session_id: the `id` of every header drawn, any str.
+
+    Raises:
+        InvalidArgument: when built with a `session_id` that is not a str.
+    """
+    if not isinstance(session_id, str):
+        raise InvalidArgument(
+            f"session_id={session_id!r} must be a str, not {type(session_id).__name__}"
+        )
     optional = st.fixed_dictionaries(
         {},
         optional={

@@ -8,9 +8,9 @@ from typing import Any
 from kernel.codec import event_to_json
 from kernel.errors import KernelError
 from kernel.log import SessionLog
+from properties._mutations import REWRITE_FIELDS, LegacyInsertion, MutationCase, RewriteCase
+from properties._report import check, format_value, violated
 from properties.laws._common import append_wire, error_named, same_json
-from properties.mutations import REWRITE_FIELDS, LegacyInsertion, MutationCase, RewriteCase
-from properties.report import check, format_value, violated
 
 __all__ = (
     "law_rejection_is_atomic",

@@ -1,5 +1,6 @@
 """G-batch: storage batches of chunk events for the chunk-row laws (P7, P42, P43).
 
+Internal to the kit: `properties.strategies` re-exports `chunk_batches` and `chunk_rows`.
 Seqs are contiguous from 0; chunks come from all seven variants with indices
 0-2, call ids from a tiny set (so runs form often) and names present or absent;
 `turn`/`step` are drawn from {0, 1}; most times sit in a realistic window and a
@@ -15,8 +16,9 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from properties.json_values import MAX_SAFE
-from properties.shapes import Wire
+from properties._json_values import MAX_SAFE
+from properties._shapes import Wire
+from properties._validation import check_size
 
 __all__ = ("BatchItem", "chunk_batches", "batch_items", "build_batch", "chunk_rows")
 
@@ -127,7 +129,15 @@ def batch_items() -> st.SearchStrategy[BatchItem]:
 
 
 def chunk_batches(*, max_size: int = 24) -> st.SearchStrategy[list[Wire]]:
-    """G-batch: lists of wire records with contiguous seqs from 0."""
+    """G-batch: lists of wire records with contiguous seqs from 0.
+
+    Args:
+        max_size: the most records in a batch, an int of at least 0.
+
+    Raises:
+        InvalidArgument: when built with a bad `max_size`.
+    """
+    check_size("max_size", max_size)
     runs = st.lists(
         st.tuples(batch_items(), st.integers(1, 5)),
         max_size=max(1, max_size // 3),

@@ -11,9 +11,9 @@ from kernel.errors import KernelError, NotLosslessJson
 from kernel.json import freeze, json_equal, thaw
 from kernel.jsontext import encode_json_bytes, parse_json
 from kernel.log import SessionLog
-from properties.json_values import BadJson
+from properties._json_values import BadJson
+from properties._report import check, violated
 from properties.laws._common import append_wire, as_wire, same_json
-from properties.report import check, violated
 
 __all__ = (
     "law_lossless_json_accepted",
