@@ -1,8 +1,9 @@
 """Wire codec: events and session headers to and from their camelCase JSON objects.
 
-The envelope checks here (R2, the surfaceOp shape of R5/R6, the element
-checks of R7) are shared with admission, which calls them in the order
-docs/format/admission.md §3 fixes. `event_from_json` runs them standalone. `check_event`
+The rules it applies live in `kernel.admission` (R2 and the surfaceOp shape of
+R5/R6 in `envelope`, the elements of R7 in `provenance`, H1-H12 in `header`);
+their names are also importable from here, where the readers of wire objects
+have always found them. `event_from_json` runs them standalone. `check_event`
 is the same rules for an `Event` a caller hands in: msgspec does not check
 field types, so an `Event` may hold anything until it is checked.
 """
@@ -15,6 +16,14 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from kernel.admission.envelope import (
+    ENVELOPE_KEYS,
+    check_envelope,
+    parse_surface_op,
+    row_tag_message,
+)
+from kernel.admission.header import admit_header as header_from_json
+from kernel.admission.provenance import expand_ranges, has_ranges, parse_source_seqs
 from kernel.errors import (
     InvalidEnvelope,
     KernelError,
@@ -24,9 +33,7 @@ from kernel.errors import (
     SurfaceMarkerError,
 )
 from kernel.events import (
-    APPEND,
     LIVE_ORDER,
-    ROW_TAGS,
     Append,
     Event,
     Replace,
@@ -38,13 +45,10 @@ from kernel.json import (
     FrozenArray,
     FrozenObject,
     admit_json,
-    raw,
-    safe_int,
     summary,
     thaw,
     view,
 )
-from kernel.pathtext import is_absolute_path
 
 __all__ = (
     "event_from_json",
@@ -70,10 +74,6 @@ __all__ = (
     "ill_typed_events_reported",
 )
 
-ENVELOPE_KEYS = frozenset(
-    {"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
-)
-
 _ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {LIVE_ORDER: LIVE_ORDER}
 
 
@@ -81,144 +81,6 @@ def interned_order(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """The member order of a wire object, shared with every other event of that order."""
     order = tuple(obj)
     return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
-
-
-def row_tag_message(where: str, event_type: str) -> str:
-    """The R2 refusal of an event typed like a chunk row, which no stored record could hold."""
-    return (
-        f"{where}: type {summary(event_type)} is a chunk-row tag; a stored record with it is read "
-        "as a packed row, never as an event (R2)"
-    )
-
-
-def check_envelope(obj: Any, where: str) -> tuple[str, int, int, bool]:
-    """R2: return `(type, seq, time, ignorable)` of a wire event, seq/time normalized to int."""
-    if type(obj) is not dict and not isinstance(obj, Mapping):
-        raise InvalidEnvelope(f"{where}: an event must be a JSON object (R2)")
-    try:
-        unknown_keys = not obj.keys() <= ENVELOPE_KEYS
-    except Exception:  # a key whose comparison raises (a caller's str subclass)
-        raise InvalidEnvelope(f"{where}: envelope keys must be plain strings (R2)") from None
-    if unknown_keys:
-        extra = [k for k in obj if type(k) is not str or k not in ENVELOPE_KEYS]
-        raise InvalidEnvelope(f"{where}: unknown envelope keys {summary(extra)} (R2)")
-    event_type = obj.get("type")
-    if type(event_type) is not str or not event_type:
-        raise InvalidEnvelope(f"{where}: type must be a non-empty string (R2)")
-    if event_type in ROW_TAGS:
-        raise InvalidEnvelope(row_tag_message(where, event_type))
-    seq = obj.get("seq")
-    if type(seq) is not int or seq > MAX_SAFE_INTEGER:
-        seq = safe_int(seq)
-    if seq is None or seq < 0:
-        raise InvalidEnvelope(
-            f"{where}: seq must be a non-negative safe integer, got {summary(obj.get('seq'))} (R2)"
-        )
-    time = obj.get("time")
-    if type(time) is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
-        time = safe_int(time)
-    if time is None:
-        raise InvalidEnvelope(
-            f"{where}: time must be a safe integer, got {summary(obj.get('time'))} (R2)"
-        )
-    if "data" not in obj:
-        raise InvalidEnvelope(f"{where}: data is required (null is allowed) (R2)")
-    ignorable = False
-    if "ignorable" in obj:
-        if obj["ignorable"] is not True:
-            raise InvalidEnvelope(f"{where}: ignorable may only be true (R2)")
-        ignorable = True
-    return event_type, seq, time, ignorable
-
-
-def parse_surface_op(value: Any, where: str) -> Any:
-    """R5 (value) and R6: `APPEND` or a `Replace` from a wire `surfaceOp`."""
-    if value == "append" and type(value) is str:
-        return APPEND
-    if not isinstance(value, Mapping):
-        raise SurfaceMarkerError(f"{where}: invalid surfaceOp {summary(value)} (R5)")
-    if set(value) != {"op", "start", "end"} or value["op"] != "replace":
-        raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(value)} (R6)")
-    start, end = safe_int(value["start"]), safe_int(value["end"])
-    if start is None or end is None or start < 0 or end < 0:
-        raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(value)} (R6)")
-    return Replace(start, end)
-
-
-def parse_source_seqs(value: Any, where: str) -> tuple[int, ...]:
-    """R7a and R7c: the citations as a tuple of non-negative ints."""
-    if type(value) not in (list, tuple, FrozenArray):
-        raise ProvenanceError(f"{where}: sourceEventSeqs must be an array (R7a)")
-    items = raw(value)
-    if all(type(s) is int for s in items) and (
-        not items or (min(items) >= 0 and max(items) <= MAX_SAFE_INTEGER)
-    ):
-        return tuple(items)
-    seqs = []
-    for item in items:
-        s = safe_int(item)
-        if s is None or s < 0:
-            raise ProvenanceError(
-                f"{where}: sourceEventSeqs element {summary(item)} is not a non-negative "
-                "safe int (R7c)"
-            )
-        seqs.append(s)
-    return tuple(seqs)
-
-
-def has_ranges(cited: Any) -> bool:
-    """Whether a stored `sourceEventSeqs` uses ranges (docs/format/persistence.md §2.5)."""
-    return type(cited) is list and list in map(type, cited)
-
-
-def expand_ranges(cited: list[Any], seq: Any) -> list[int] | str:
-    """A stored ranged `sourceEventSeqs` expanded (docs/format/persistence.md §2.5), or why not.
-
-    Each element is a seq or a `[start, end]` pair (`start <= end`); the expansion
-    must be strictly increasing and at most the event's own `seq` long, which bounds
-    the work before any range is expanded. The reason names rule R7c.
-
-    >>> expand_ranges([[5, 7], 9, 11, 12], 20)
-    [5, 6, 7, 9, 11, 12]
-    >>> expand_ranges([[7, 5]], 20)
-    'sourceEventSeqs range [7, 5] runs backwards (R7c)'
-    """
-    budget = safe_int(seq)
-    if budget is None or budget < 0:
-        return f"sourceEventSeqs with ranges need the event's seq, got {summary(seq)} (R7c)"
-    out: list[int] = []
-    last = -1
-    for item in cited:
-        if type(item) is list:
-            if len(item) != 2:
-                return f"sourceEventSeqs element {summary(item)} is not a [start, end] range (R7c)"
-            start, end = safe_int(item[0]), safe_int(item[1])
-            if start is None or end is None or start < 0:
-                return (
-                    f"sourceEventSeqs range {summary(item)} does not hold two non-negative "
-                    "safe ints (R7c)"
-                )
-            if start > end:
-                return f"sourceEventSeqs range {summary(item)} runs backwards (R7c)"
-        else:
-            start = end = safe_int(item)
-            if start is None or start < 0:
-                return (
-                    f"sourceEventSeqs element {summary(item)} is not a non-negative safe int (R7c)"
-                )
-        assert end is not None  # both ends were checked above
-        if start <= last:
-            return (
-                f"sourceEventSeqs with ranges must expand to a strictly increasing list; "
-                f"{start} follows {last} (R7c)"
-            )
-        if len(out) + (end - start + 1) > budget:
-            return (
-                f"sourceEventSeqs expands to more citations than the event's seq ({budget}) (R7c)"
-            )
-        out.extend(range(start, end + 1))
-        last = end
-    return out
 
 
 def ranged_spelling(seqs: Sequence[int]) -> list[Any]:
@@ -484,73 +346,6 @@ _HEADER_FIELDS = (
     ("delegationDepth", "delegation_depth"),
     ("agentPreset", "agent_preset"),
 )
-
-
-def _non_negative(value: Any) -> int | None:
-    v = safe_int(value)
-    return v if v is not None and v >= 0 else None
-
-
-def header_from_json(obj: Any, *, session_id: str | None = None) -> SessionHeader:
-    """Admit an in-memory header record (docs/format/admission.md §6, H1-H12), minus unknown keys.
-
-    `session_id`, when given, must equal the header's `id` (H4).
-    """
-    if type(obj) is not FrozenObject:
-        try:
-            obj = admit_json(obj)
-        except NotLosslessJson as exc:
-            raise SessionHeaderError(f"session header is not lossless JSON: {exc} (H1)") from exc
-    if not isinstance(obj, Mapping):
-        raise SessionHeaderError("session header must be a JSON object (H2)")
-    if not (obj.get("version") == 0 and type(obj.get("version")) in (int, float)):
-        raise SessionHeaderError(
-            f"session header version must be 0, got {summary(obj.get('version'))} (H3)"
-        )
-    header_id = obj.get("id")
-    if type(header_id) is not str or (session_id is not None and header_id != session_id):
-        raise SessionHeaderError(
-            f"session header id {summary(header_id)} does not match session "
-            f"{summary(session_id)} (H4)"
-        )
-    created_at = _non_negative(obj.get("createdAt"))
-    if created_at is None:
-        raise SessionHeaderError(
-            f"createdAt must be a non-negative safe integer, got {summary(obj.get('createdAt'))} "
-            "(H5)"
-        )
-    cwd = obj.get("cwd")
-    if "cwd" in obj:
-        if type(cwd) is not str:
-            raise SessionHeaderError("cwd must be a string (H6)")
-        if not is_absolute_path(cwd):
-            raise SessionHeaderError(f"cwd {summary(cwd)} is not an absolute path (H7)")
-    parent = obj.get("parentSession")
-    if "parentSession" in obj and type(parent) is not str:
-        raise SessionHeaderError("parentSession must be a string (H8)")
-    seed_length = _non_negative(obj.get("seedLength"))
-    if "seedLength" in obj and seed_length is None:
-        raise SessionHeaderError("seedLength must be a non-negative safe integer (H9)")
-    origin = obj.get("origin")
-    if "origin" in obj and origin != "subagent":
-        raise SessionHeaderError('origin must be "subagent" (H10)')
-    depth = _non_negative(obj.get("delegationDepth"))
-    if "delegationDepth" in obj and depth is None:
-        raise SessionHeaderError("delegationDepth must be a non-negative safe integer (H11)")
-    preset = obj.get("agentPreset")
-    if "agentPreset" in obj and type(preset) is not str:
-        raise SessionHeaderError("agentPreset must be a string (H12)")
-    return SessionHeader(
-        id=header_id,
-        created_at=created_at,
-        version=0,
-        cwd=cwd,
-        parent_session=parent,
-        seed_length=seed_length,
-        origin=origin,
-        delegation_depth=depth,
-        agent_preset=preset,
-    )
 
 
 def header_to_json(header: SessionHeader) -> dict[str, Any]:

@@ -11,12 +11,12 @@ here as well.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
 
+from kernel.admission.header import header_count, header_line_problem, refuse_version
 from kernel.chunks import pack_chunk_rows
 from kernel.codec import (
     event_to_wire,
@@ -25,10 +25,10 @@ from kernel.codec import (
     iter_events,
     ranged_spelling,
 )
-from kernel.errors import CorruptLog, KernelError, UnsupportedFormat
+from kernel.errors import CorruptLog, KernelError
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
-from kernel.json import FrozenObject, is_number, safe_int, summary, view
-from kernel.jsontext import encode_json_bytes, format_number, parse_json_keeping_negative_zero
+from kernel.json import FrozenObject, is_number, view
+from kernel.jsontext import encode_json_bytes, parse_json_keeping_negative_zero
 from kernel.loading import (
     TYPED,
     WIRE,
@@ -99,70 +99,6 @@ class Scan:
 # -- the header line (docs/format/events.md §2.2, docs/format/persistence.md §3.1) -----------------
 
 
-def _negative_zero(value: Any) -> bool:
-    return type(value) is float and value == 0.0 and math.copysign(1.0, value) < 0
-
-
-def _header_count(value: Any) -> int | None:
-    """A non-negative safe integer that is not negative zero, else None."""
-    if _negative_zero(value):
-        return None
-    v = safe_int(value)
-    return v if v is not None and v >= 0 else None
-
-
-def _spell_version(version: Any) -> str:
-    if type(version) is float and not math.isfinite(version):
-        return "Infinity" if version > 0 else "-Infinity"
-    return format_number(version)
-
-
-def _spell_id(value: Any) -> str:
-    if type(value) is str:
-        return value
-    if value is None:
-        return "(unknown)"
-    try:
-        return encode_json_bytes(value).decode("utf-8")
-    except (TypeError, ValueError):
-        return summary(value)
-
-
-def refuse_version(session_id: Any, version: Any) -> UnsupportedFormat:
-    """The direction-aware refusal of a non-zero format version (docs/format/persistence.md §4)."""
-    session = _spell_id(session_id)
-    spelled = _spell_version(version)
-    if version > 0:
-        return UnsupportedFormat(
-            f"session {session}: the log was written in format v{spelled} by a newer writer; "
-            "this reader only reads v0; upgrade the reader to open it"
-        )
-    return UnsupportedFormat(
-        f"session {session}: the log uses format v{spelled}, older than the supported v0, "
-        "and no upgrade path exists"
-    )
-
-
-def _header_shape_problem(value: Any) -> str | None:
-    if type(value) is not dict:
-        return "it is not a JSON object"
-    if value.get("type") != "session":
-        return 'type is not "session"'
-    if not is_number(value.get("version")):
-        return "version is not a number"
-    if type(value.get("id")) is not str:
-        return "id is not a string"
-    if _header_count(value.get("createdAt")) is None:
-        return "createdAt is not a non-negative safe integer"
-    if _header_count(value.get("delegationDepth")) is None:
-        return "delegationDepth is missing or not a non-negative safe integer"
-    if "origin" in value and value["origin"] != "subagent":
-        return 'origin is not "subagent"'
-    if "agentPreset" in value and type(value["agentPreset"]) is not str:
-        return "agentPreset is not a string"
-    return None
-
-
 def parse_header_line(line: bytes) -> dict[str, Any]:
     """The in-memory header record of a header line (without its newline), per §3.1 steps 2-6.
 
@@ -178,7 +114,7 @@ def parse_header_line(line: bytes) -> dict[str, Any]:
         version = value.get("version")
         if is_number(version) and version != 0:
             raise refuse_version(value.get("id"), version)
-    problem = _header_shape_problem(value)
+    problem = header_line_problem(value)
     if problem is not None:
         raise CorruptLog(f"first line is not a session header: {problem}")
     for key in _RETIRED_HEADER_KEYS:
@@ -187,12 +123,12 @@ def parse_header_line(line: bytes) -> dict[str, Any]:
     record: dict[str, Any] = {
         "version": 0,
         "id": value["id"],
-        "createdAt": _header_count(value["createdAt"]),
+        "createdAt": header_count(value["createdAt"]),
     }
     for key in _OPTIONAL_HEADER_KEYS:
         if key in value:
             record[key] = value[key]
-    record["delegationDepth"] = _header_count(value["delegationDepth"])
+    record["delegationDepth"] = header_count(value["delegationDepth"])
     if "agentPreset" in value:
         record["agentPreset"] = value["agentPreset"]
     return record

@@ -4,7 +4,7 @@ One `msgspec` struct per event type (a tagged union on `type`) and per chunk-row
 tag. Decoding a line against the union checks R2, R5, R6, the element rules of R7,
 R10, R11 and R12 and the chunk-row shape of docs/format/events.md §7.6 without building the
 payload. The schema is deliberately *at least as strict* as the exact rule
-functions in `kernel.admission`: whatever it refuses goes to those functions, which
+functions of `kernel.admission`: whatever it refuses goes to those functions, which
 decide and name the error. Rules that relate two fields are in `CROSS_CHECKS`.
 """
 
@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal, Union
 import msgspec
 from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 
-from kernel.admission import turn_end_reason_ok
+from kernel.admission.payloads import turn_end_reason_ok
 from kernel.chunks import ROW_TAGS
 from kernel.events import (
     ASSISTANT_CHUNK,

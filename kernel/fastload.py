@@ -22,7 +22,7 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from kernel.admission import admit_wire_event
+from kernel.admission.admit import admit_wire_event, admitted_as_it_is
 from kernel.codec import event_to_wire, header_from_json, interned_order, parse_source_seqs
 from kernel.envelopes import (
     CROSS_CHECKS,
@@ -48,7 +48,6 @@ from kernel.events import (
 from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
 from kernel.jsontext import parse_json
 from kernel.legacy import STEERING_MESSAGE, may_need_normalizing
-from kernel.log import _admitted_as_it_is
 from kernel.records import close_scan, read_record, row_gap, seq_gap
 from kernel.repair import interrupted_turn_closers
 from kernel.rows import RowLines
@@ -431,7 +430,7 @@ def plan_decoded_events(
     """
     vetted: set[str] = set()
     for index, event in enumerate(events):
-        if not _admitted_as_it_is(event, index, False, vetted):
+        if not admitted_as_it_is(event, index, False, vetted):
             return None
         if normalize and may_need_normalizing(event):
             return None

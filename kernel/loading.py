@@ -17,7 +17,7 @@ from typing import Any, Final
 import attrs
 from pyrsistent import PMap, pmap
 
-from kernel.admission import check_legacy, check_message_shape
+from kernel.admission.payloads import check_legacy, check_message_shape
 from kernel.codec import event_from_wire, event_to_wire, header_from_json
 from kernel.errors import CorruptLog, KernelError, UnknownEventType, UnsupportedFormat
 from kernel.events import LEGACY_TYPES, REQUEST_HEADER, SURFACE_TYPES, Event, SessionHeader

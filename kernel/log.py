@@ -15,15 +15,9 @@ from typing import Any
 import attrs
 from pyrsistent import PVector, pvector
 
-from kernel.admission import (
-    admit_wire_event,
-    check_legacy_reason,
-    check_legacy_type,
-    check_loadable,
-    check_payload,
-)
+from kernel.admission.admit import admit_wire_event, admitted_as_it_is, check_loadable
+from kernel.admission.payloads import check_legacy_reason, check_legacy_type, check_payload
 from kernel.codec import (
-    EVENT_DATA_TYPES,
     event_to_wire,
     header_from_json,
     header_to_json,
@@ -46,10 +40,8 @@ from kernel.events import (
     ASSISTANT_MESSAGE,
     DEFAULT_KNOWN_TYPES,
     END_SEED,
-    LEGACY_TYPES,
     REQUEST_HEADER,
     ROW_TAGS,
-    SURFACE_TYPES,
     Append,
     Event,
     Replace,
@@ -58,12 +50,10 @@ from kernel.events import (
 )
 from kernel.header import step_request_header
 from kernel.json import (
-    MAX_SAFE_INTEGER,
     FrozenArray,
     FrozenObject,
     admit_json,
     canonical_text,
-    known_lossless,
     safe_int,
     summary,
     view,
@@ -240,7 +230,7 @@ class SessionLog:
         lookup = admitted.__getitem__
         vetted: set[str] = set()
         for index, item in enumerate(iter_events(events)):
-            if type(item) is Event and _admitted_as_it_is(item, index, lossless_check, vetted):
+            if type(item) is Event and admitted_as_it_is(item, index, lossless_check, vetted):
                 if check_known and (
                     item.type == ASSISTANT_MESSAGE
                     or (item.type not in known_types and not item.ignorable)
@@ -400,22 +390,6 @@ class SessionLog:
 builtin_type = type  # `append` takes a parameter named `type`, as the public contract spells it
 
 
-def _safe_seq(value: Any) -> bool:
-    return builtin_type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
-
-
-def _safe_seqs(values: Any) -> bool:
-    """A tuple of non-negative safe integers (checked in C: one pass of `map`, then min/max)."""
-    return builtin_type(values) is tuple and (
-        not values
-        or (
-            set(map(builtin_type, values)) == {int}
-            and min(values) >= 0
-            and max(values) <= MAX_SAFE_INTEGER
-        )
-    )
-
-
 def _locate(exc: KernelError, index: int) -> None:
     """Give a seed or restore error its input `index`, and a surface-rule error its `seq`.
 
@@ -425,71 +399,3 @@ def _locate(exc: KernelError, index: int) -> None:
         exc.index = index
     if exc.seq is None and isinstance(exc, (SurfaceError, ProvenanceError)):
         exc.seq = index
-
-
-def _vetted_type(event_type: Any, lossless_check: bool) -> bool:
-    """Whether an event type is spelled as admission keeps it (R2, R3, canonical text)."""
-    return (
-        builtin_type(event_type) is str
-        and bool(event_type)
-        and event_type not in LEGACY_TYPES
-        and event_type not in ROW_TAGS
-        and (event_type.isascii() or not lossless_check or canonical_text(event_type) == event_type)
-    )
-
-
-def _admitted_as_it_is(item: Event, index: int, lossless_check: bool, vetted: set[str]) -> bool:
-    """Whether an `Event` passes R1-R6 and R10-R12 exactly as it is, so it can be kept.
-
-    Only accepts: an event with any unusual field (a float seq, a wire-spelled surface
-    op, a citation list) or any broken rule is left to `admit_wire_event`, which
-    normalizes it or names the error. A payload that is a frozen view already known
-    to be lossless (R1) is shared, not walked; one the typed load path checked for
-    this event type (R3, R10-R12) is not checked again. `vetted` holds the event
-    types already found well spelled in this construction.
-    """
-    event_type, seq, time = item.type, item.seq, item.time
-    op, data = item.surface_op, item.data
-    if event_type.__class__ is not str or event_type not in vetted:
-        if not _vetted_type(event_type, lossless_check):
-            return False
-        vetted.add(event_type)
-    if not (
-        seq.__class__ is int
-        and seq == index
-        and time.__class__ is int
-        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-        and item.ignorable.__class__ is bool
-    ):
-        return False
-    if event_type in SURFACE_TYPES:
-        sources = item.source_event_seqs
-        if not (
-            op is APPEND
-            or (builtin_type(op) is Replace and _safe_seq(op.start) and _safe_seq(op.end))
-        ) or not (sources is None or _safe_seqs(sources)):
-            return False  # R5-R7 errors are named by `admit_wire_event`
-    elif op is not None or item.source_event_seqs is not None:
-        return False
-    data_type = builtin_type(data)
-    if data_type is FrozenObject or data_type is FrozenArray:
-        if lossless_check and not known_lossless(data):
-            return False  # walked and copied by `admit_wire_event`, as any caller's value
-        if data._checked_as == event_type:  # the typed load path checked it already
-            return True
-    elif data_type in EVENT_DATA_TYPES:
-        if lossless_check:
-            try:
-                admit_json(data)  # a scalar
-            except KernelError:
-                return False
-    else:
-        return False
-    # A failure sends the event to `admit_wire_event`, which names it: no `where` here.
-    try:
-        if event_type == REQUEST_HEADER:
-            check_legacy_reason(event_type, data, "")
-        check_payload(event_type, data, "")
-    except KernelError:
-        return False
-    return True

@@ -446,7 +446,7 @@ def test_loaded_assistant_messages_project_unread_and_an_empty_one_to_nothing() 
     ],
 )
 def test_turn_end_reasons_read_off_their_bytes_agree_with_the_rule(reason: Any) -> None:
-    from kernel.admission import turn_end_reason_ok
+    from kernel.admission.payloads import turn_end_reason_ok
     from kernel.envelopes import CROSS_CHECKS, decode_line
 
     line = json.dumps(

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 import attrs
 from pyrsistent import PVector, pvector
 
-from kernel.admission import check_payload
+from kernel.admission.payloads import check_payload
 from kernel.codec import check_event
 from kernel.events import (
     ASSISTANT_CHUNK,

@@ -18,7 +18,8 @@ from typing import Any, Final
 import attrs
 import msgspec
 
-from kernel.admission import check_legacy, check_loadable
+from kernel.admission.admit import check_loadable
+from kernel.admission.payloads import check_legacy
 from kernel.codec import (
     check_envelope,
     event_to_wire,

@@ -22,9 +22,9 @@ from typing import Any, Final
 import attrs
 from pyrsistent import PMap, pmap
 
+from kernel.admission.header import refuse_version
 from kernel.chunks import pack_chunk_rows
 from kernel.codec import header_from_json
-from kernel.durable import refuse_version
 from kernel.errors import (
     CorruptLog,
     KernelError,

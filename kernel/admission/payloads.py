@@ -1,9 +1,7 @@
-"""Admission rules R1-R12, R14 (docs/format/admission.md §4) and the order paths run them (§3).
+"""The payload rules (docs/format/admission.md §4): R3, R10, R11 and R12.
 
 Checks read the plain containers behind frozen values (`kernel.json.raw`) so
 admitting a restored event costs a few dict look-ups, never a walk of its data.
-`admit_wire_event` is the seed/restore pipeline for one event; the append
-pipeline lives in `SessionLog.append`, built from the same rule functions.
 """
 
 from __future__ import annotations
@@ -11,16 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kernel.codec import check_envelope, parse_surface_op
 from kernel.errors import (
     EventShapeError,
-    InvalidEnvelope,
     LegacyFormat,
     MessageShapeError,
-    NotLosslessJson,
     RequestHeaderShapeError,
-    SeqMismatch,
-    UnknownEventType,
 )
 from kernel.events import (
     ASSISTANT_CHUNK,
@@ -37,30 +30,22 @@ from kernel.events import (
 )
 from kernel.json import (
     MAX_SAFE_INTEGER,
-    FrozenArray,
-    FrozenObject,
-    admit_json,
     is_number,
     raw,
     safe_int,
     summary,
 )
-from kernel.surface import PRESENT_NULL, check_surface_marker
 
 __all__ = (
+    "HEADER_REASONS",
     "check_legacy_type",
     "check_legacy_reason",
     "check_legacy",
     "check_message_shape",
     "check_request_header",
+    "turn_end_reason_ok",
     "check_event_shape",
     "check_payload",
-    "check_loadable",
-    "turn_end_reason_ok",
-    "WireEvent",
-    "admit_wire_event",
-    "admit_parsed",
-    "HEADER_REASONS",
 )
 
 HEADER_REASONS = frozenset({"initial", "resume", "change", "series"})
@@ -398,175 +383,3 @@ def check_payload(event_type: str, data: Any, where: str) -> None:
         problem = problem_of(data)
         if problem is not None:
             raise EventShapeError(f"{where}: {event_type} {problem} (R12)")
-
-
-# -- R14: what the API admits, a reader with the same known types loads --------------------------
-
-
-def check_loadable(
-    event_type: str,
-    data: Any,
-    ignorable: bool,
-    known_types: frozenset[str],
-    where: str,
-    index: int | None = None,
-) -> None:
-    """R14 on append and seed: refuse what a store would acknowledge and its loader refuse.
-
-    R14a: a type outside `known_types` must be ignorable, or the loader refuses the
-    log (`UnknownEventType`). R14b: every tool-call block of an `assistant/message`
-    has a non-empty string `id`, or a crash inside its step leaves a call the closers
-    cannot answer (`MessageShapeError`). The restore path takes what a loader gave.
-    """
-    if not ignorable and event_type not in known_types:
-        raise UnknownEventType(
-            f"{where}: event type {summary(event_type)} is neither a known type nor "
-            "ignorable, so a reader with the same known types would refuse the log (R14a)",
-            index=index,
-            seq=index,
-        )
-    if event_type != ASSISTANT_MESSAGE:
-        return
-    data = raw(data)
-    message = raw(data.get("message")) if type(data) is dict else None
-    content = raw(message.get("content")) if type(message) is dict else None
-    for block in content if type(content) is list else ():
-        block = raw(block)
-        if type(block) is dict and block.get("type") == "tool-call":
-            call_id = raw(block.get("id"))
-            if not _nonempty_str(call_id):
-                raise MessageShapeError(
-                    f"{where}: assistant/message tool-call block id {summary(call_id)} is not "
-                    "a non-empty string, so a crash before its result could not be closed (R14b)",
-                    index=index,
-                )
-
-
-# -- restore: values as a JSON parser gives them ------------------------------------------------
-
-_PARSED_SCALARS = frozenset({str, bool, type(None), int, float})
-
-
-def admit_parsed(value: Any, where: str) -> Any:
-    """What restore admits in place of R1: a value a JSON parser can give, copied.
-
-    Restore takes numbers as parsed (docs/format/admission.md §3.2: `-0.0`, infinities and
-    integers of any size stay), but a value no parser gives (a key that is not a
-    string, a tuple, a cycle, NaN, any other object) is `NotLosslessJson`: the
-    writer could not spell it. Returns a private copy of plain containers (the
-    caller keeps theirs); frozen views inside are the kernel's own and are
-    shared. Iterative: depth is bounded by memory.
-
-    >>> admit_parsed({"n": -0.0, "x": [float("inf")]}, "event")
-    {'n': -0.0, 'x': [inf]}
-    """
-    t = type(value)
-    if t is FrozenObject or t is FrozenArray:
-        return value._raw
-    if t is not dict and t is not list:
-        return _parsed_scalar(value, where)
-    root: Any = {} if t is dict else []
-    active = {id(value)}
-    stack = [(_items(value), root, id(value))]
-    while stack:
-        items, into, ident = stack[-1]
-        is_object = type(into) is dict
-        for key, child in items:
-            if is_object and type(key) is not str:
-                raise NotLosslessJson(
-                    f"{where}: data has the object key {summary(key)}, not a string (R1)"
-                )
-            ct = type(child)
-            if ct is dict or ct is list:
-                if id(child) in active:
-                    raise NotLosslessJson(f"{where}: data contains itself (a cycle) (R1)")
-                copy: Any = {} if ct is dict else []
-                _place(into, key, copy)
-                active.add(id(child))
-                stack.append((_items(child), copy, id(child)))
-                break
-            if ct is FrozenObject or ct is FrozenArray:
-                _place(into, key, child._raw)
-            else:
-                _place(into, key, _parsed_scalar(child, where))
-        else:
-            stack.pop()
-            active.discard(ident)
-    return root
-
-
-def _items(container: Any) -> Any:
-    return iter(container.items()) if type(container) is dict else enumerate(container)
-
-
-def _place(into: Any, key: Any, value: Any) -> None:
-    if type(into) is dict:
-        into[key] = value
-    else:
-        into.append(value)
-
-
-def _parsed_scalar(value: Any, where: str) -> Any:
-    if type(value) not in _PARSED_SCALARS:
-        raise NotLosslessJson(
-            f"{where}: data holds a {type(value).__name__}, which is not a JSON value (R1)"
-        )
-    if value != value:
-        raise NotLosslessJson(f"{where}: data holds NaN, which no JSON text spells (R1)")
-    return value
-
-
-# -- the seed/restore pipeline ------------------------------------------------------------------
-
-WireEvent = Mapping[str, Any]
-
-_LEGACY_OR_HEADER = frozenset({"request/header-delta", "mode/set", REQUEST_HEADER})
-
-
-def admit_wire_event(
-    obj: Any, index: int, *, lossless_check: bool, where: str
-) -> tuple[dict[str, Any], str, int, int, bool, Any, Any]:
-    """Admission §3.2 steps 1-5 and R5/R6 for one wire event.
-
-    Returns `(plain, type, seq, time, ignorable, op, sources)` for the surface
-    plan (R7-R9), which needs the log's state. `plain` is the kernel-owned dict:
-    a copy made by R1 when `lossless_check`; else `obj` itself, or when its `data`
-    is a plain container, `obj` with a copy of it made by `admit_parsed`.
-    """
-    if lossless_check:
-        try:
-            plain = admit_json(obj)
-        except NotLosslessJson as exc:
-            raise NotLosslessJson(f"{where} is not lossless JSON: {exc} (R1)") from None
-    elif type(obj) is FrozenObject:
-        plain = obj._raw  # the kernel's own: admitted, or its parser's output
-    else:
-        plain = obj
-        if type(obj) is dict:
-            if not all(type(key) is str for key in obj):  # a parser gives only str keys
-                raise InvalidEnvelope(f"{where}: envelope keys must be plain strings (R2)")
-            data = obj.get("data")
-            if type(data) is dict or type(data) is list:
-                plain = {**obj, "data": admit_parsed(data, where)}
-    if type(plain) is dict:
-        event_type_value = plain.get("type")
-        if type(event_type_value) is str and event_type_value in _LEGACY_OR_HEADER:
-            check_legacy_type(event_type_value, where)
-            check_legacy_reason(event_type_value, plain.get("data"), where)
-    event_type, seq, time, ignorable = check_envelope(plain, where)
-    data = plain["data"]
-    check_payload(event_type, data, where)
-    if seq != index:
-        raise SeqMismatch(f"{where}: seq {seq} is not contiguous; expected {index} (R4)")
-    op_present = "surfaceOp" in plain
-    sources_present = "sourceEventSeqs" in plain
-    check_surface_marker(event_type, op_present, sources_present, where)
-    op = parse_surface_op(plain["surfaceOp"], where) if op_present else None
-    sources: Any = None
-    if sources_present:
-        sources = plain["sourceEventSeqs"]
-        if sources is None:
-            sources = PRESENT_NULL
-        elif type(sources) is FrozenArray:
-            sources = sources._raw
-    return plain, event_type, seq, time, ignorable, op, sources

@@ -1,0 +1,313 @@
+"""Admitting one event (docs/format/admission.md §3): R14, and the seed/restore pipeline.
+
+`admit_wire_event` is the seed/restore pipeline for one event; the append
+pipeline lives in `SessionLog.append`, built from the same rule functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kernel.admission.envelope import check_envelope, parse_surface_op
+from kernel.admission.payloads import (
+    _nonempty_str,
+    check_legacy_reason,
+    check_legacy_type,
+    check_payload,
+)
+from kernel.codec import EVENT_DATA_TYPES
+from kernel.errors import (
+    InvalidEnvelope,
+    KernelError,
+    MessageShapeError,
+    NotLosslessJson,
+    SeqMismatch,
+    UnknownEventType,
+)
+from kernel.events import (
+    APPEND,
+    ASSISTANT_MESSAGE,
+    LEGACY_TYPES,
+    REQUEST_HEADER,
+    ROW_TAGS,
+    SURFACE_TYPES,
+    Event,
+    Replace,
+)
+from kernel.json import (
+    MAX_SAFE_INTEGER,
+    FrozenArray,
+    FrozenObject,
+    admit_json,
+    canonical_text,
+    known_lossless,
+    raw,
+    summary,
+)
+from kernel.surface import PRESENT_NULL, check_surface_marker
+
+__all__ = (
+    "check_loadable",
+    "WireEvent",
+    "admit_parsed",
+    "admit_wire_event",
+    "admitted_as_it_is",
+)
+
+# -- R14: what the API admits, a reader with the same known types loads --------------------------
+
+
+def check_loadable(
+    event_type: str,
+    data: Any,
+    ignorable: bool,
+    known_types: frozenset[str],
+    where: str,
+    index: int | None = None,
+) -> None:
+    """R14 on append and seed: refuse what a store would acknowledge and its loader refuse.
+
+    R14a: a type outside `known_types` must be ignorable, or the loader refuses the
+    log (`UnknownEventType`). R14b: every tool-call block of an `assistant/message`
+    has a non-empty string `id`, or a crash inside its step leaves a call the closers
+    cannot answer (`MessageShapeError`). The restore path takes what a loader gave.
+    """
+    if not ignorable and event_type not in known_types:
+        raise UnknownEventType(
+            f"{where}: event type {summary(event_type)} is neither a known type nor "
+            "ignorable, so a reader with the same known types would refuse the log (R14a)",
+            index=index,
+            seq=index,
+        )
+    if event_type != ASSISTANT_MESSAGE:
+        return
+    data = raw(data)
+    message = raw(data.get("message")) if type(data) is dict else None
+    content = raw(message.get("content")) if type(message) is dict else None
+    for block in content if type(content) is list else ():
+        block = raw(block)
+        if type(block) is dict and block.get("type") == "tool-call":
+            call_id = raw(block.get("id"))
+            if not _nonempty_str(call_id):
+                raise MessageShapeError(
+                    f"{where}: assistant/message tool-call block id {summary(call_id)} is not "
+                    "a non-empty string, so a crash before its result could not be closed (R14b)",
+                    index=index,
+                )
+
+
+# -- restore: values as a JSON parser gives them ------------------------------------------------
+
+_PARSED_SCALARS = frozenset({str, bool, type(None), int, float})
+
+
+def admit_parsed(value: Any, where: str) -> Any:
+    """What restore admits in place of R1: a value a JSON parser can give, copied.
+
+    Restore takes numbers as parsed (docs/format/admission.md §3.2: `-0.0`, infinities and
+    integers of any size stay), but a value no parser gives (a key that is not a
+    string, a tuple, a cycle, NaN, any other object) is `NotLosslessJson`: the
+    writer could not spell it. Returns a private copy of plain containers (the
+    caller keeps theirs); frozen views inside are the kernel's own and are
+    shared. Iterative: depth is bounded by memory.
+
+    >>> admit_parsed({"n": -0.0, "x": [float("inf")]}, "event")
+    {'n': -0.0, 'x': [inf]}
+    """
+    t = type(value)
+    if t is FrozenObject or t is FrozenArray:
+        return value._raw
+    if t is not dict and t is not list:
+        return _parsed_scalar(value, where)
+    root: Any = {} if t is dict else []
+    active = {id(value)}
+    stack = [(_items(value), root, id(value))]
+    while stack:
+        items, into, ident = stack[-1]
+        is_object = type(into) is dict
+        for key, child in items:
+            if is_object and type(key) is not str:
+                raise NotLosslessJson(
+                    f"{where}: data has the object key {summary(key)}, not a string (R1)"
+                )
+            ct = type(child)
+            if ct is dict or ct is list:
+                if id(child) in active:
+                    raise NotLosslessJson(f"{where}: data contains itself (a cycle) (R1)")
+                copy: Any = {} if ct is dict else []
+                _place(into, key, copy)
+                active.add(id(child))
+                stack.append((_items(child), copy, id(child)))
+                break
+            if ct is FrozenObject or ct is FrozenArray:
+                _place(into, key, child._raw)
+            else:
+                _place(into, key, _parsed_scalar(child, where))
+        else:
+            stack.pop()
+            active.discard(ident)
+    return root
+
+
+def _items(container: Any) -> Any:
+    return iter(container.items()) if type(container) is dict else enumerate(container)
+
+
+def _place(into: Any, key: Any, value: Any) -> None:
+    if type(into) is dict:
+        into[key] = value
+    else:
+        into.append(value)
+
+
+def _parsed_scalar(value: Any, where: str) -> Any:
+    if type(value) not in _PARSED_SCALARS:
+        raise NotLosslessJson(
+            f"{where}: data holds a {type(value).__name__}, which is not a JSON value (R1)"
+        )
+    if value != value:
+        raise NotLosslessJson(f"{where}: data holds NaN, which no JSON text spells (R1)")
+    return value
+
+
+# -- the seed/restore pipeline ------------------------------------------------------------------
+
+WireEvent = Mapping[str, Any]
+
+_LEGACY_OR_HEADER = frozenset({"request/header-delta", "mode/set", REQUEST_HEADER})
+
+
+def admit_wire_event(
+    obj: Any, index: int, *, lossless_check: bool, where: str
+) -> tuple[dict[str, Any], str, int, int, bool, Any, Any]:
+    """Admission §3.2 steps 1-5 and R5/R6 for one wire event.
+
+    Returns `(plain, type, seq, time, ignorable, op, sources)` for the surface
+    plan (R7-R9), which needs the log's state. `plain` is the kernel-owned dict:
+    a copy made by R1 when `lossless_check`; else `obj` itself, or when its `data`
+    is a plain container, `obj` with a copy of it made by `admit_parsed`.
+    """
+    if lossless_check:
+        try:
+            plain = admit_json(obj)
+        except NotLosslessJson as exc:
+            raise NotLosslessJson(f"{where} is not lossless JSON: {exc} (R1)") from None
+    elif type(obj) is FrozenObject:
+        plain = obj._raw  # the kernel's own: admitted, or its parser's output
+    else:
+        plain = obj
+        if type(obj) is dict:
+            if not all(type(key) is str for key in obj):  # a parser gives only str keys
+                raise InvalidEnvelope(f"{where}: envelope keys must be plain strings (R2)")
+            data = obj.get("data")
+            if type(data) is dict or type(data) is list:
+                plain = {**obj, "data": admit_parsed(data, where)}
+    if type(plain) is dict:
+        event_type_value = plain.get("type")
+        if type(event_type_value) is str and event_type_value in _LEGACY_OR_HEADER:
+            check_legacy_type(event_type_value, where)
+            check_legacy_reason(event_type_value, plain.get("data"), where)
+    event_type, seq, time, ignorable = check_envelope(plain, where)
+    data = plain["data"]
+    check_payload(event_type, data, where)
+    if seq != index:
+        raise SeqMismatch(f"{where}: seq {seq} is not contiguous; expected {index} (R4)")
+    op_present = "surfaceOp" in plain
+    sources_present = "sourceEventSeqs" in plain
+    check_surface_marker(event_type, op_present, sources_present, where)
+    op = parse_surface_op(plain["surfaceOp"], where) if op_present else None
+    sources: Any = None
+    if sources_present:
+        sources = plain["sourceEventSeqs"]
+        if sources is None:
+            sources = PRESENT_NULL
+        elif type(sources) is FrozenArray:
+            sources = sources._raw
+    return plain, event_type, seq, time, ignorable, op, sources
+
+
+# -- an `Event` kept as it is ---------------------------------------------------------------------
+
+
+def _safe_seq(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def _safe_seqs(values: Any) -> bool:
+    """A tuple of non-negative safe integers (checked in C: one pass of `map`, then min/max)."""
+    return type(values) is tuple and (
+        not values
+        or (
+            set(map(type, values)) == {int}
+            and min(values) >= 0
+            and max(values) <= MAX_SAFE_INTEGER
+        )
+    )
+
+
+def _vetted_type(event_type: Any, lossless_check: bool) -> bool:
+    """Whether an event type is spelled as admission keeps it (R2, R3, canonical text)."""
+    return (
+        type(event_type) is str
+        and bool(event_type)
+        and event_type not in LEGACY_TYPES
+        and event_type not in ROW_TAGS
+        and (event_type.isascii() or not lossless_check or canonical_text(event_type) == event_type)
+    )
+
+
+def admitted_as_it_is(item: Event, index: int, lossless_check: bool, vetted: set[str]) -> bool:
+    """Whether an `Event` passes R1-R6 and R10-R12 exactly as it is, so it can be kept.
+
+    Only accepts: an event with any unusual field (a float seq, a wire-spelled surface
+    op, a citation list) or any broken rule is left to `admit_wire_event`, which
+    normalizes it or names the error. A payload that is a frozen view already known
+    to be lossless (R1) is shared, not walked; one the typed load path checked for
+    this event type (R3, R10-R12) is not checked again. `vetted` holds the event
+    types already found well spelled in this construction.
+    """
+    event_type, seq, time = item.type, item.seq, item.time
+    op, data = item.surface_op, item.data
+    if event_type.__class__ is not str or event_type not in vetted:
+        if not _vetted_type(event_type, lossless_check):
+            return False
+        vetted.add(event_type)
+    if not (
+        seq.__class__ is int
+        and seq == index
+        and time.__class__ is int
+        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+        and item.ignorable.__class__ is bool
+    ):
+        return False
+    if event_type in SURFACE_TYPES:
+        sources = item.source_event_seqs
+        if not (
+            op is APPEND or (type(op) is Replace and _safe_seq(op.start) and _safe_seq(op.end))
+        ) or not (sources is None or _safe_seqs(sources)):
+            return False  # R5-R7 errors are named by `admit_wire_event`
+    elif op is not None or item.source_event_seqs is not None:
+        return False
+    data_type = type(data)
+    if data_type is FrozenObject or data_type is FrozenArray:
+        if lossless_check and not known_lossless(data):
+            return False  # walked and copied by `admit_wire_event`, as any caller's value
+        if data._checked_as == event_type:  # the typed load path checked it already
+            return True
+    elif data_type in EVENT_DATA_TYPES:
+        if lossless_check:
+            try:
+                admit_json(data)  # a scalar
+            except KernelError:
+                return False
+    else:
+        return False
+    # A failure sends the event to `admit_wire_event`, which names it: no `where` here.
+    try:
+        if event_type == REQUEST_HEADER:
+            check_legacy_reason(event_type, data, "")
+        check_payload(event_type, data, "")
+    except KernelError:
+        return False
+    return True
