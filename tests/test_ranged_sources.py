@@ -9,6 +9,7 @@ keeps the plain spelling, and `ranged_sources=True` writes DSH's.
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import pytest
@@ -266,3 +267,35 @@ def _citing_log() -> tuple[Any, ...]:
             source_event_seqs=list(range(i + 2)),
         )
     return tuple(log.events)
+
+
+def test_the_command_reads_a_ranged_log_as_its_plain_twin(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel.cli import main
+
+    citing = _citing_log()
+    docs = []
+    for name, ranged in (("plain.jsonl", False), ("ranged.jsonl", True)):
+        path = tmp_path / name
+        path.write_bytes(write_jsonl(HEADER, citing, ranged_sources=ranged))
+        assert (b"[[" in path.read_bytes()) is ranged
+        assert main(["inspect", "--json", str(path)]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        del doc["source"], doc["tail"]  # the path, and byte offsets of a shorter spelling
+        docs.append(doc)
+        assert main(["verify", str(path)]) == 0
+        capsys.readouterr()
+    assert docs[0] == docs[1]
+
+
+def test_a_ranged_log_moved_into_sqlite_loads_as_its_plain_twin(tmp_path: Any) -> None:
+    from kernel.store import SqliteStore
+
+    citing = _citing_log()
+    loaded = load_jsonl(write_jsonl(HEADER, citing, ranged_sources=True), now=0)
+    store = SqliteStore(tmp_path / "s.db")
+    store.create(HEADER)
+    store.append("s", loaded.events)
+    plain = load_jsonl(write_jsonl(HEADER, citing), now=0)
+    assert store.load("s", now=0).events == plain.events
