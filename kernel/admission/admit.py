@@ -239,9 +239,7 @@ def _safe_seqs(values: Any) -> bool:
     return type(values) is tuple and (
         not values
         or (
-            set(map(type, values)) == {int}
-            and min(values) >= 0
-            and max(values) <= MAX_SAFE_INTEGER
+            set(map(type, values)) == {int} and min(values) >= 0 and max(values) <= MAX_SAFE_INTEGER
         )
     )
 
