@@ -107,7 +107,7 @@ def _positive(value: Any, index: int, what: str) -> int:
     if v is None or v < 1:
         raise EventShapeError(
             f"event at index {index}: {what} {summary(value)} is not a positive safe integer, "
-            "so the turn cannot be closed",
+            "so the turn cannot be closed (R12)",
             index=index,
         )
     return v
