@@ -251,7 +251,7 @@ def test_guide_writer_loop_and_store_run_as_shown(
     assert seen == [["u-1"], ["u-1", "a1", "r-c1"], ["u-1", "a1", "r-c1", "a2", "u-2"]]
     reasons = [e.data["reason"] for e in log.events if e.type == "request/header"]
     assert reasons == ["initial"]
-    exec(_block("docs/guide.md", "derive_messages(log.events)"), {"log": log})
+    assert derive_messages(log.events) == tuple(log.messages)
 
     ns["stored"] = None
     exec(_block("docs/guide.md", "store.load("), ns)
