@@ -63,11 +63,14 @@ from kernel import (
     SessionLog,
     check_invariants,
     derive_messages,
+    event_from_json,
+    fold_request_header,
     fold_surface,
     interrupted_turn_closers,
     load_jsonl,
     load_jsonl_zstd,
     tool_pairing_cuts,
+    write_jsonl,
 )
 from kernel.projections import acp_updates, anthropic_request, openai_request
 from kernel.store.sqlite import SqliteStore
@@ -100,8 +103,15 @@ def _decompress(data: bytes) -> bytes:
     return out
 
 
+_DRY: list[bool] = [False]
+"""Set by `--dry`: each run does its set-up but not the measured work (the set-up's own
+instruction count, which `benchmarks/instructions.py` subtracts)."""
+
+
 def _timed(work: Callable[[], Any], describe: Callable[[Any], Sample]) -> Sample:
     gc.collect()
+    if _DRY[0]:
+        return {"seconds": 0.0, "dry": True}
     start = time.perf_counter()
     result = work()
     seconds = time.perf_counter() - start
@@ -125,6 +135,31 @@ def _on_fresh_load(
         return _timed(lambda: work(events), describe)
 
     return run
+
+
+def _parsed_dicts(data: bytes) -> list[Any]:
+    """The log's events as a JSON parser gives them to an embedder: one wire dict per event,
+    chunk rows unpacked (the log is loaded and written unpacked, then decoded)."""
+    loaded = load_jsonl(data, now=0)
+    lines = write_jsonl(loaded.header, loaded.events, pack_chunks=False).split(b"\n")
+    del loaded
+    return decode_lines(b"\n".join(lines[1:]))  # the first line is the session header
+
+
+def _on_parsed_dicts(
+    work: Callable[[list[Any]], Any], describe: Callable[[Any], Sample]
+) -> Callable[[bytes], Sample]:
+    """A measure of the log's parsed wire dicts, made (untimed) just before the run."""
+
+    def run(data: bytes) -> Sample:
+        wires = _parsed_dicts(data)
+        return _timed(lambda: work(wires), describe)
+
+    return run
+
+
+def _events_from_json(wires: list[Any]) -> list[Event]:
+    return [event_from_json(wire) for wire in wires]
 
 
 _BENCH_HEADER: Final = {
@@ -193,7 +228,7 @@ def _append(data: bytes) -> Sample:
     gc.collect()
     current = log
     start = time.perf_counter()
-    for i in range(_APPENDS):
+    for i in range(0 if _DRY[0] else _APPENDS):
         current = current.append("user/message", _APPEND_MESSAGE, time=i, surface_op=APPEND)
     seconds = (time.perf_counter() - start) / _APPENDS
     return {"seconds": seconds, "events": len(log.events)}
@@ -293,6 +328,20 @@ MEASURES: Final = (
         needs_load=True,
     ),
     Measure(
+        "event_from_json",
+        "event_from_json of parsed dicts",
+        _on_parsed_dicts(_events_from_json, _sized("events")),
+        needs_load=True,
+        versus="load_jsonl",
+    ),
+    Measure(
+        "restore_dicts",
+        "restore of parsed dicts",
+        _on_parsed_dicts(SessionLog.restore, lambda r: {"events": len(r.events)}),
+        needs_load=True,
+        versus="load_jsonl",
+    ),
+    Measure(
         "fold_surface", "fold_surface", _on_fresh_load(fold_surface, _surface), needs_load=True
     ),
     Measure(
@@ -311,6 +360,12 @@ MEASURES: Final = (
         "tool_pairing_cuts",
         "tool_pairing_cuts",
         _on_fresh_load(tool_pairing_cuts, _sized("cuts")),
+        needs_load=True,
+    ),
+    Measure(
+        "fold_request_header",
+        "fold_request_header",
+        _on_fresh_load(fold_request_header, lambda r: {"header": r is not None}),
         needs_load=True,
     ),
     Measure(
@@ -623,6 +678,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--worker", nargs=2, metavar=("MEASURE", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--dry", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--compaction", type=int, nargs="*", default=[100_000])
     parser.add_argument("--replacements", type=int, nargs="+", default=[950])
@@ -640,6 +696,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _arguments(argv)
     if args.worker:
         measure, file = args.worker
+        _DRY[0] = args.dry
         work(measure, Path(file), args.repeat)
         return
     # On SIGTERM unwind as on Ctrl-C: the running worker is killed, the scratch directory removed.

@@ -21,8 +21,10 @@ from kernel.json import (
     FrozenArray,
     FrozenObject,
     canonical_text,
+    checked_as,
     freeze,
     json_equal,
+    known_lossless,
     raw,
     summary,
 )
@@ -288,9 +290,9 @@ def step_request_header(header: Any, event: Event) -> Any:
 
     The step on the bare value, as `SessionLog` keeps it; `RequestHeaderState.step` wraps it.
     """
-    if event.type != REQUEST_HEADER:
-        return header
-    return _snapshot(event)
+    if event.type == REQUEST_HEADER:
+        return _snapshot(event)
+    return header
 
 
 @attrs.frozen
@@ -301,9 +303,23 @@ class RequestHeaderState:
 
     def step(self, event: Event) -> RequestHeaderState:
         """The state after one more event; only `request/header` events change it."""
-        if event.type != REQUEST_HEADER:
-            return self
-        return RequestHeaderState(step_request_header(self.header, event))
+        if event.type == REQUEST_HEADER:
+            return RequestHeaderState(_snapshot(event))
+        return self
+
+
+def _snapshot_cannot_fail(event: Event) -> bool:
+    """Whether `_snapshot(event)` is sure to succeed, known without reading the payload.
+
+    True for a payload the typed load path checked as a `request/header` (R11: an
+    object holding a header object whose `system` is a string and `tools` an array,
+    so no shape error) whose numbers are known lossless: the copy `_canonical` makes
+    of a header it reshapes then shares the payload's containers, so it cannot raise
+    `NotLosslessJson` either. A loaded payload is not known lossless until asked (the
+    restore path does not run R1, and `-0.0` in a reshaped header does fail).
+    """
+    data = event.data
+    return checked_as(data) == REQUEST_HEADER and known_lossless(data)
 
 
 def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
@@ -314,12 +330,27 @@ def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
     prefix equals folding the whole log. Returns None when there is no snapshot
     and no `start`. Events are checked as `fold_surface` checks them (only when
     one cannot be read).
+
+    Equal to stepping `RequestHeaderState(start)` through the log, errors included,
+    but only the last snapshot is built: an earlier one is canonicalized only to
+    raise what the step would raise there, and not even read when it cannot fail
+    (`_snapshot_cannot_fail`).
     """
     initial = start if start is None or type(start) is FrozenObject else freeze(start)
     log = event_sequence(events)
     with ill_typed_events_reported(log):
-        state = functools.reduce(RequestHeaderState.step, log, RequestHeaderState(initial))
-    return state.header
+        try:
+            snapshots = [event for event in log if event.type == REQUEST_HEADER]
+        except Exception:
+            # An item that cannot be read: stepping decides which error comes first.
+            state = functools.reduce(RequestHeaderState.step, log, RequestHeaderState(initial))
+            return state.header
+        if not snapshots:
+            return initial
+        for event in snapshots[:-1]:
+            if not _snapshot_cannot_fail(event):
+                _snapshot(event)  # for the error it raises, as the step would
+        return _snapshot(snapshots[-1])
 
 
 # -- writer decision (§3.4) ---------------------------------------------------------------------

@@ -52,7 +52,7 @@ from kernel.events import (
     TURN_START,
     Event,
 )
-from kernel.json import FrozenArray, FrozenObject, members, raw, safe_int
+from kernel.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, members, raw, safe_int
 
 __all__ = (
     "Violation",
@@ -120,7 +120,10 @@ def _data(event: Event, keys: frozenset[str] | None = None) -> Mapping[str, Any]
 
 
 def _number(event: Event, data: Mapping[str, Any], key: str) -> int:
-    value = safe_int(data.get(key))
+    value = data.get(key)
+    if value.__class__ is int and 0 < value <= MAX_SAFE_INTEGER:
+        return value  # the common case, without the call: what `safe_int` answers for it
+    value = safe_int(value)
     if value is None or value < 1:
         raise EventShapeError(
             f"event seq {event.seq}: {event.type} {key} must be a positive safe integer (R12)",

@@ -18,7 +18,7 @@ from kernel.codec import check_event, event_sequence, ill_typed_events_reported
 from kernel.errors import MessageShapeError
 from kernel.events import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE, Event
 from kernel.json import FrozenObject, object_member, raw
-from kernel.surface import SurfaceState, surface_state_of
+from kernel.surface import SurfaceState, surface_fold_of
 
 __all__ = (
     "project_message",
@@ -140,5 +140,5 @@ def derive_messages(events: Iterable[Event]) -> tuple[Any, ...]:
     """
     log = event_sequence(events)
     with ill_typed_events_reported(log):
-        nodes = surface_state_of(log).nodes
+        nodes = surface_fold_of(log).nodes
         return tuple([m for seq in nodes if (m := _project(log[seq])) is not None])

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kernel.codec import check_event, iter_events
-from kernel.errors import EventShapeError, InvalidEnvelope, MessageShapeError
+from kernel.errors import EventShapeError, InvalidEnvelope, KernelError, MessageShapeError
 from kernel.events import (
     APPEND,
     ASSISTANT_MESSAGE,
@@ -279,17 +279,33 @@ def _events(events: Iterable[Event]) -> list[Event]:
     return log
 
 
-def _last_turn_boundary(log: list[Event]) -> int:
-    """The index of the last `turn/start` or `turn/end` (0 when there is none).
+def _checked(log: list[Event], index: int) -> Event:
+    """`log[index]` through `check_event`, naming its index when it is ill-typed."""
+    event = log[index]
+    try:
+        return check_event(event, "event", index)
+    except KernelError:
+        # The index is spelled only for an error: the check is pure, so run it again with it.
+        return check_event(event, f"event at index {index}", index)
 
-    The scan's state is reset there, so scanning from it gives what scanning the
-    whole log gives, and the payloads of earlier turns are never read. The events
-    it reads, which are the ones the scan reads, are checked (`check_event`).
+
+def _scan_start(log: list[Event]) -> int | None:
+    """Where the closer scan must start: the index of the last `turn/start` or `turn/end`
+    (0 when there is none); None when the scan from there is sure to find nothing.
+
+    The scan's state is reset at a boundary, so scanning from it gives what scanning the
+    whole log gives, and the payloads of earlier turns are never read. When no turn is
+    open there (a `turn/end`, or no boundary at all) and no event after it is one the
+    scan reads a payload of, the scan could only answer `()`. The events read here,
+    which are the ones the scan reads, are checked (`check_event`), last first.
     """
+    watched = False
     for index in range(len(log) - 1, -1, -1):
-        if check_event(log[index], f"event at index {index}", index).type in _TURN_BOUNDARIES:
-            return index
-    return 0
+        event_type = _checked(log, index).type
+        if event_type in _TURN_BOUNDARIES:
+            return index if watched or event_type == TURN_START else None
+        watched = watched or event_type in _WATCHED
+    return 0 if watched else None
 
 
 def interrupted_turn_closers(events: Iterable[Event]) -> tuple[Event, ...]:
@@ -311,7 +327,9 @@ def interrupted_turn_closers(events: Iterable[Event]) -> tuple[Event, ...]:
     [('step/end', 2, 10), ('turn/end', 3, 10)]
     """
     log = _events(events)
-    start = _last_turn_boundary(log)
+    start = _scan_start(log)
+    if start is None:
+        return ()
     return _scan(((e.type, e.seq, e.time, e.data) for e in log[start:]), start)
 
 

@@ -45,6 +45,7 @@ __all__ = (
     "is_append_surface_event",
     "is_replacement_surface_event",
     "surface_state_of",
+    "surface_fold_of",
     "surface_state_over",
     "is_plain_append",
     "PRESENT_NULL",
@@ -437,7 +438,7 @@ def fold_surface(events: Iterable[Event], base: int = 0) -> SurfaceFold:
     """
     window = event_sequence(events)
     with ill_typed_events_reported(window):
-        return surface_state_of(window, base).to_fold()
+        return surface_fold_of(window, base)
 
 
 def surface_state_of(window: Sequence[Event], base: int = 0) -> SurfaceState:
@@ -445,8 +446,48 @@ def surface_state_of(window: Sequence[Event], base: int = 0) -> SurfaceState:
 
     Does not check what the events are: use it inside `ill_typed_events_reported`.
     """
+    return _surface_pass_of(window, base).persistent()
+
+
+def surface_fold_of(window: Sequence[Event], base: int = 0) -> SurfaceFold:
+    """`surface_state_of(window, base).to_fold()`, for the folds that read only the nodes
+    and the replacements: the pass's vectors, among them the seq-to-slot index as long
+    as the window, are never made persistent.
+
+    Does not check what the events are: use it inside `ill_typed_events_reported`.
+    """
+    state = _surface_pass_of(window, base)
+    nodes = tuple([seq for seq in state.slots if seq >= 0])
+    return SurfaceFold(nodes, tuple(state.replacements))
+
+
+def _surface_pass_of(window: Sequence[Event], base: int) -> SurfaceState:
+    """`_surface_pass` over the events of `window` the surface rules read, once their seqs
+    are checked (R4)."""
     if type(base) is not int or not 0 <= base <= MAX_SAFE_INTEGER:
         raise KernelError(f"base must be a non-negative safe integer, got {summary(base)}")
+    gap = False
+    try:
+        # The positions of the events the surface rules read, in one comprehension (most
+        # of a log is passed over); a seq out of place (R4) is only noted here.
+        positions = [
+            seq - base
+            for seq, event in enumerate(window, base)
+            if (event.seq != seq and (gap := True))
+            or event.surface_op is not None
+            or event.source_event_seqs is not None
+            or event.type in SURFACE_TYPES
+        ]
+    except Exception:
+        gap = True  # an item that cannot be read
+    if gap:
+        return _surface_pass_in_order(window, base)
+    return _surface_pass(window, positions, base)
+
+
+def _surface_pass_in_order(window: Sequence[Event], base: int) -> SurfaceState:
+    """`_surface_pass_of` one event at a time, raising the first error in log order: a seq
+    out of place (R4) after any surface error of an earlier event."""
     candidates: list[int] = []  # positions of the events the surface rules read
     try:
         for index, event in enumerate(window):
@@ -465,9 +506,9 @@ def surface_state_of(window: Sequence[Event], base: int = 0) -> SurfaceState:
                 candidates.append(index)
     except Exception:
         # Rules are checked in log order: an earlier event's surface error comes first.
-        surface_state_over(window, candidates, base)
+        _surface_pass(window, candidates, base)
         raise
-    return surface_state_over(window, candidates, base)
+    return _surface_pass(window, candidates, base)
 
 
 def surface_state_over(
@@ -480,6 +521,12 @@ def surface_state_over(
     surface (not surface-eligible, no `surfaceOp`, no `sourceEventSeqs`): a load that
     has checked each event's shape steps the few surface events, not the whole log.
     """
+    return _surface_pass(window, positions, base).persistent()
+
+
+def _surface_pass(window: Sequence[Event], positions: Iterable[int], base: int) -> SurfaceState:
+    """`surface_state_over` before `persistent()`: a `mutable` state after the pass, or the
+    empty state when there are no positions."""
     state = SurfaceState.mutable()  # only the last state is kept
     slots: list[int] = cast(Any, state.slots)
     slot_of: list[int] = cast(Any, state.slot_of)
@@ -515,7 +562,7 @@ def surface_state_over(
         else:
             state.step(event, lookup)
     del slot_of[max(slots, default=-1) + 1 :]
-    return state.persistent()
+    return state
 
 
 def is_plain_append(event_type: str, seq: int, sources: Any) -> bool:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from kernel.errors import RequestHeaderShapeError
+from kernel.durable import load_jsonl, write_jsonl
+from kernel.errors import NotLosslessJson, RequestHeaderShapeError
 from kernel.events import APPEND, REQUEST_HEADER, Event, Replace
 from kernel.header import (
     HeaderWriterState,
@@ -23,6 +25,7 @@ from kernel.header import (
     step_request_header,
 )
 from kernel.json import FrozenObject, freeze, json_equal, thaw
+from kernel.log import SessionLog
 from kernel.surface import fold_surface
 
 C = {"provider": "p", "model": "m"}
@@ -380,6 +383,76 @@ def test_fold_3_3_malformed_snapshot_names_its_seq(data: Any) -> None:
         fold_request_header(log)
     assert caught.value.seq == 1
     assert "seq 1" in str(caught.value)
+
+
+def test_fold_3_3_an_earlier_malformed_snapshot_raises_though_a_later_one_wins() -> None:
+    log = [header_event_at(0, {"config": C, "system": None}), header_event_at(1, {"config": C})]
+    with pytest.raises(RequestHeaderShapeError) as caught:
+        fold_request_header(log)
+    assert caught.value.seq == 0
+
+
+def test_fold_3_3_a_malformed_snapshot_is_reported_before_a_later_item_that_is_no_event() -> None:
+    log = [header_event_at(0, {"config": C, "tools": None}), None]
+    with pytest.raises(RequestHeaderShapeError) as caught:
+        fold_request_header(log)  # type: ignore[list-item]
+    assert caught.value.seq == 0
+
+
+STORED_HEADER = {"version": 0, "id": "s", "createdAt": 1}
+H_A = {"config": C, "system": "one", "tools": [T]}
+H_B = {"config": C, "system": "two"}
+
+
+def loaded(events: list[Event]) -> tuple[Event, ...]:
+    """The events as a load reads them back: payloads unread, checked by the typed load path."""
+    return load_jsonl(write_jsonl(STORED_HEADER, events), now=0).events
+
+
+def test_fold_3_3_a_loaded_series_folds_to_its_last_snapshot_without_reading_the_others() -> None:
+    log = [
+        header_event_at(0, H_A),
+        noise(1),
+        header_event_at(2, H_B, "change", startsSeries=True),
+        header_event_at(3, H_B, "series"),  # equal to the snapshot before it
+        noise(4),
+        header_event_at(5, H_A, "resume"),  # equal to the first
+    ]
+    events = loaded(log)
+    stepped = functools.reduce(RequestHeaderState.step, loaded(log), RequestHeaderState())
+    assert fold_request_header(events) == stepped.header == canonical_header(H_A)
+    built = [type(e.data._value) is dict for e in events if e.type == REQUEST_HEADER]
+    assert built == [False, False, False, True]
+    assert fold_request_header(events[:4]) == canonical_header(H_B)
+
+
+def test_fold_3_3_a_resume_after_a_seed_is_the_header_in_force() -> None:
+    prefix = loaded([header_event_at(0, H_A), noise(1), header_event_at(2, H_B, "change")])
+    seeded = SessionLog.seed(prefix, now=100)
+    resumed = seeded.append(REQUEST_HEADER, {"header": H_B, "reason": "resume"}, time=200)
+    assert fold_request_header(seeded.events) == seeded.request_header == canonical_header(H_B)
+    assert fold_request_header(resumed.events) == resumed.request_header == canonical_header(H_B)
+    assert fold_request_header(resumed.events[3:], start=fold_request_header(prefix)) == H_B
+
+
+def test_fold_3_3_a_loaded_snapshot_that_cannot_be_copied_fails_where_the_step_fails() -> None:
+    # A load does not run R1 again, so a stored header may hold -0.0. Its canonical form drops
+    # the empty system and is a copy, which -0.0 cannot enter: the fold fails there, as the
+    # step does, though a later snapshot would win.
+    lossy = b'{"header":{"config":{"provider":"p","model":"m","temperature":-0.0},"system":""}'
+    lines = [
+        write_jsonl(STORED_HEADER, []),
+        b'{"type":"request/header","seq":0,"time":0,"data":' + lossy + b',"reason":"initial"}}\n',
+        b'{"type":"request/header","seq":1,"time":0,"data":{"header":{"config":{"provider":"p",'
+        b'"model":"m"}},"reason":"change"}}\n',
+    ]
+    events = load_jsonl(b"".join(lines), now=0).events
+    with pytest.raises(NotLosslessJson) as folded:
+        fold_request_header(events)
+    with pytest.raises(NotLosslessJson) as stepped:
+        step_request_header(None, load_jsonl(b"".join(lines), now=0).events[0])
+    assert str(folded.value) == str(stepped.value)
+    assert fold_request_header(events[1:]) == {"config": C}
 
 
 # -- §3.4 / §3.7 writer decision ---------------------------------------------------------------

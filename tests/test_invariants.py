@@ -393,6 +393,31 @@ def test_invariants_6_2_turn_scoped_events_need_an_open_turn(kind: str) -> None:
     assert violations(log) == [(0, "outside-turn")]
 
 
+@pytest.mark.parametrize(
+    ("number", "accepted"),
+    [
+        *[(1, True), (1.0, True), (2**53 - 1, False)],
+        *[(0, None), (-1, None), (2**53, None), (True, None), (1.5, None), ("1", None)],
+        (None, None),
+    ],
+)
+def test_invariants_6_2_turn_numbers_are_positive_safe_integers(
+    number: Any, accepted: bool | None
+) -> None:
+    # accepted: the number is read and judged (False: it is not the next turn); None: the
+    # payload is malformed (R12) and the tracker cannot read it.
+    log = Log()
+    log.add("turn/start", {"turn": 1})
+    # A view, not an admitted payload: 2**53 is not lossless JSON, and the tracker must still
+    # refuse it rather than read it.
+    log.events[0] = msgspec.structs.replace(log.events[0], data=view({"turn": number}))
+    if accepted is None:
+        with pytest.raises(EventShapeError, match=r"turn/start turn must be a positive safe"):
+            check_invariants(log.events)
+    else:
+        assert violations(log) == ([] if accepted else [(0, "turn-number")])
+
+
 def test_invariants_6_2_step_end_names_the_open_step() -> None:
     log = Log()
     log.turn_start(1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
@@ -193,6 +194,59 @@ def test_pairing_5_1_assistant_without_content_array_is_a_message_shape_error() 
     with pytest.raises(MessageShapeError) as caught:
         tool_pairing_cuts(log.events)
     assert caught.value.seq == 0
+
+
+@pytest.mark.parametrize("message", ["x", None, ["content"]])
+def test_pairing_5_1_assistant_without_message_object_is_a_message_shape_error(
+    message: Any,
+) -> None:
+    log = Log()
+    log.add("assistant/message", {"turn": 1, "step": 1, "message": message}, APPEND)
+    with pytest.raises(MessageShapeError) as caught:
+        tool_pairing_cuts(log.events)
+    assert caught.value.seq == 0
+
+
+def test_pairing_5_1_a_block_that_is_not_an_object_counts_no_call() -> None:
+    log = Log()
+    log.user()
+    call = {"type": "tool-call", "id": "c1", "name": "ls", "arguments": "{}"}
+    content = ["x", {"type": "text", "text": "ok"}, call]
+    message = {"id": "a", "role": "assistant", "content": content, "source": {"kind": "user"}}
+    log.add("assistant/message", {"turn": 1, "step": 1, "message": message}, APPEND)
+    log.result("c1")
+    assert cut_flags(log.events) == [True, True, False, True]
+
+
+def test_pairing_5_1_a_loaded_log_has_the_cuts_of_its_events() -> None:
+    from kernel.durable import load_jsonl, write_jsonl
+
+    log = Log()
+    log.user()
+    log.assistant("c1", "c2")
+    log.result("c1")
+    log.result("c2")
+    log.assistant()
+    stored = write_jsonl({"version": 0, "id": "s", "createdAt": 1}, log.events)
+    loaded = load_jsonl(stored, now=0).events
+    assert tool_pairing_cuts(loaded) == tool_pairing_cuts(log.events)
+    assert cut_flags(log.events) == [True, True, False, False, True, True]
+
+
+def test_pairing_5_1_cuts_are_the_records_their_constructor_builds() -> None:
+    # The cuts are built field by field, which equals the constructor only while it does
+    # nothing else: no validator, converter or post-init.
+    assert all(f.validator is None and f.converter is None for f in attrs.fields(Cut))
+    assert not hasattr(Cut, "__attrs_post_init__")
+    log = Log()
+    log.user()
+    log.assistant("c1")
+    log.result("c1")
+    cuts = tool_pairing_cuts(log.events)
+    expected = (Cut(0, True, True), Cut(1, True, False), Cut(2, False, True))
+    assert cuts == expected
+    assert [(repr(c), hash(c)) for c in cuts] == [(repr(c), hash(c)) for c in expected]
+    assert all(type(c) is Cut for c in cuts)
 
 
 def test_pairing_5_1_takes_any_iterable() -> None:

@@ -3,14 +3,16 @@ properties of §7.4 (P30-P35) on every crash prefix of generated logs, and malfo
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel.codec import event_to_json, event_to_wire
-from kernel.errors import EventShapeError, KernelError, MessageShapeError
+from kernel.errors import EventShapeError, InvalidEnvelope, KernelError, MessageShapeError
 from kernel.events import APPEND, CLOSER_ORDER, Event, Replace
 from kernel.invariants import check_invariants
 from kernel.jsontext import encode_json_bytes
@@ -452,6 +454,36 @@ def test_unreadable_ids_in_a_closed_step_need_no_closer() -> None:
 def test_non_events_are_refused() -> None:
     with pytest.raises(KernelError):
         interrupted_turn_closers([{"type": "turn/start"}])  # type: ignore[list-item]
+
+
+def user_messages(n: int) -> Log:
+    log = Log()
+    for i in range(n):
+        message = {"id": f"u{i}", "role": "user", "content": [], "source": {"kind": "user"}}
+        log.add("user/message", message, surface_op=APPEND)
+    return log
+
+
+def test_closers_a_log_without_turns_needs_none_yet_each_event_is_checked() -> None:
+    log = user_messages(3)
+    assert log.closers() == []
+    log.events[1] = msgspec.structs.replace(log.events[1], time=math.inf)
+    with pytest.raises(InvalidEnvelope, match=r"^event at index 1 \(seq 1\): time ") as caught:
+        interrupted_turn_closers(log.events)
+    assert caught.value.index == 1
+
+
+def test_closers_a_log_without_turns_still_reads_the_payloads_the_scan_reads() -> None:
+    log = user_messages(2).add("step/start", {"turn": 1})
+    with pytest.raises(EventShapeError):
+        interrupted_turn_closers(log.events)
+
+
+def test_closers_after_the_last_turn_end_the_payloads_the_scan_reads_are_read() -> None:
+    closed = Log().turn(1).end_turn(1)
+    assert closed.add("user/message", None, surface_op=APPEND).closers() == []
+    with pytest.raises(EventShapeError):
+        interrupted_turn_closers(Log().turn(1).end_turn(1).add("step/start", {"turn": 1}).events)
 
 
 def test_wire_closers_reads_unadmitted_wire_objects() -> None:

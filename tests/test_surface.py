@@ -125,6 +125,25 @@ def test_fold_requires_contiguous_seqs() -> None:
         fold_surface([u(0), u(2)])
 
 
+@pytest.mark.parametrize(
+    ("events", "index"),
+    [([u(0), u(1), u(3)], 2), ([u(0), Event("x/y", 2, 0, None), u(2)], 1), ([u(1)], 0)],
+    ids=["surface event", "other event", "first event"],
+)
+def test_fold_r4_a_gap_anywhere_is_named_at_its_index(events: list[Event], index: int) -> None:
+    with pytest.raises(SeqMismatch) as caught:
+        fold_surface(events)
+    assert caught.value.index == index
+
+
+def test_fold_r4_a_surface_error_before_a_gap_is_the_one_raised() -> None:
+    marked = Event("turn/start", 1, 0, {"turn": 1}, APPEND)  # R5: not surface-eligible
+    with pytest.raises(SurfaceMarkerError):
+        fold_surface([u(0), marked, u(7)])
+    with pytest.raises(SeqMismatch):
+        fold_surface([u(0), u(7), marked])
+
+
 def test_fold_rejects_surface_metadata_on_other_types() -> None:
     with pytest.raises(SurfaceMarkerError):
         fold_surface([Event("turn/start", 0, 0, {"turn": 1}, APPEND)])
