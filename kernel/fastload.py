@@ -60,7 +60,6 @@ __all__ = (
     "plan_events",
     "plan_decoded_events",
     "scan_row_lines",
-    "plan_row_lines",
 )
 
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
@@ -458,21 +457,3 @@ def scan_row_lines(rows: RowLines) -> list[Event] | None:
     if not rows.member_counts_fit(len(events)):
         return None
     return events
-
-
-def plan_row_lines(
-    header: dict[str, Any],
-    rows: RowLines,
-    *,
-    session_id: str | None,
-    known_types: Collection[str],
-    normalize: bool = True,
-) -> tuple[SessionHeader, tuple[Event, ...], tuple[Event, ...]] | None:
-    """`plan_events` over `scan_row_lines`, or None when either leaves the rows to the
-    exact row pipeline."""
-    events = scan_row_lines(rows)
-    if events is None:
-        return None
-    return plan_events(
-        header, events, session_id=session_id, known_types=known_types, normalize=normalize
-    )

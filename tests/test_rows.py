@@ -15,7 +15,7 @@ from kernel.chunks import pack_chunk_rows
 from kernel.codec import event_to_wire
 from kernel.errors import CorruptLog, KernelError, MalformedChunkRow
 from kernel.events import APPEND, DEFAULT_KNOWN_TYPES, Event, Replace
-from kernel.fastload import plan_row_lines
+from kernel.fastload import plan_events, scan_row_lines
 from kernel.json import MAX_SAFE_INTEGER, thaw
 from kernel.rows import (
     COMPRESS_THRESHOLD,
@@ -474,7 +474,10 @@ def _typed(rows: list[Row]) -> tuple[Event, ...] | None:
     lines = row_lines([_columns(r) for r in rows])
     if lines is None:
         return None
-    planned = plan_row_lines(_RECORD, lines, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
+    events = scan_row_lines(lines)
+    if events is None:
+        return None
+    planned = plan_events(_RECORD, events, session_id=None, known_types=DEFAULT_KNOWN_TYPES)
     if planned is None:
         return None
     _, events, closers = planned

@@ -956,7 +956,7 @@ def _plans(store: SqliteStore, session_id: str) -> tuple[Any, Any, Any]:
     """The typed plans of a stored session (rows spelled as lines; rows decoded to events)
     and the exact one, over the same rows."""
     from kernel.durable import RawScan, plan_load
-    from kernel.fastload import plan_decoded_events, plan_row_lines
+    from kernel.fastload import plan_decoded_events, plan_events, scan_row_lines
     from kernel.loading import exact_wire as _wire
     from kernel.rows import Row, row_lines, scan_rows
     from kernel.store.sqlite import _header_record
@@ -964,10 +964,11 @@ def _plans(store: SqliteStore, session_id: str) -> tuple[Any, Any, Any]:
     session, rows = store._read(session_id)
     record = _header_record(session)
     lines = row_lines(rows)
+    typed = None if lines is None else scan_row_lines(lines)
     from_lines = (
         None
-        if lines is None
-        else plan_row_lines(record, lines, session_id=session_id, known_types=store.known_types)
+        if typed is None
+        else plan_events(record, typed, session_id=session_id, known_types=store.known_types)
     )
     events = list(scan_rows([Row(*r) for r in rows]).events)
     decoded = plan_decoded_events(
