@@ -373,8 +373,8 @@ def test_list_skips_and_reports_a_bad_header_and_a_flat_layout_log(
     listed = by_id[1][0]["result"]
     assert sorted(s["sessionId"] for s in listed["sessions"]) == ["compaction-demo", "crash-demo"]
     assert [(s["location"], s["errorClass"]) for s in listed["_meta"]["skippedSessions"]] == [
+        ("--somewhere--/bad-header", "CorruptLog"),  # sorted by location
         ("--somewhere--/flat.jsonl", "StoreLayoutError"),
-        ("--somewhere--/bad-header", "CorruptLog"),
     ]
     assert by_id[2][0]["result"] == {}
 
@@ -399,6 +399,70 @@ def test_list_of_a_database_skips_and_reports_a_session_with_a_damaged_header(
         ("crash-demo", "UnsupportedFormat")
     ]
     assert by_id[2][0]["result"] == {}
+
+
+def test_list_of_a_database_reads_headers_only_and_load_names_damaged_rows(
+    tmp_path: Path, quiet: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = tmp_path / "sessions.db"
+    with SqliteStore(database) as store:
+        for source in (COMPACTION, CRASH):
+            loaded = load_jsonl(source.read_bytes(), now=0)
+            store.create(loaded.header)
+            store.append(
+                loaded.header.id, loaded.events[: len(loaded.events) - len(loaded.closers)]
+            )
+    with closing(sqlite3.connect(database)) as conn, conn:
+        conn.execute(  # before the closed turn's turn/end: damage, not a torn tail
+            "UPDATE events SET data = '{garbage' WHERE session_id = 'crash-demo' AND seq = 1"
+        )
+    inspected: list[str] = []
+    inspect = SqliteStore.inspect
+
+    def counted(self: SqliteStore, session_id: str, **kwargs: Any) -> Any:
+        inspected.append(session_id)
+        return inspect(self, session_id, **kwargs)
+
+    monkeypatch.setattr(SqliteStore, "inspect", counted)
+    (listed,) = _serve_files(tmp_path, database, _list(1) + b"\n")
+    assert inspected == []  # no session was read to list it
+    assert listed["result"] == {
+        "sessions": [
+            {"sessionId": "compaction-demo", "cwd": "/projects/demo"},
+            {"sessionId": "crash-demo", "cwd": "/projects/demo"},
+        ]
+    }
+    (loaded,) = _serve_files(tmp_path, database, _load(2, "crash-demo") + b"\n")
+    assert (_code(loaded), loaded["error"]["data"]) == (CANNOT_READ, {"errorClass": "CorruptLog"})
+
+
+def _zstd_store(root: Path) -> Path:
+    """A Zstandard store holding the compaction example; the path of its session file."""
+    store = JsonlStore(root, zstd=True)
+    loaded = load_jsonl(COMPACTION.read_bytes(), now=0)
+    store.create(loaded.header)
+    store.append(loaded.header.id, loaded.events)
+    return store.path_of(loaded.header.id)
+
+
+def test_max_decoded_bytes_caps_what_acp_serve_reads_of_a_zstd_log(
+    tmp_path: Path, quiet: None
+) -> None:
+    root = tmp_path / "store"
+    log = _zstd_store(root)
+    data = b"\n".join([_list(1), _load(2, "compaction-demo"), b""])
+    for served in (root, log):
+        capped = _answers_by_id(_serve_files(tmp_path, served, data, max_decoded_bytes=16))
+        listed = capped[1][0]["result"]
+        assert listed["sessions"] == []
+        assert [s["errorClass"] for s in listed["_meta"]["skippedSessions"]] == ["LimitExceeded"]
+        assert (_code(capped[2][0]), capped[2][0]["error"]["data"]) == (
+            CANNOT_READ,
+            {"errorClass": "LimitExceeded"},
+        )
+        roomy = _answers_by_id(_serve_files(tmp_path, served, data, max_decoded_bytes=1 << 24))
+        assert [s["sessionId"] for s in roomy[1][0]["result"]["sessions"]] == ["compaction-demo"]
+        assert roomy[2][0]["result"] == {}
 
 
 def test_a_list_of_a_healthy_store_carries_no_skipped_entries(tmp_path: Path, quiet: None) -> None:

@@ -743,6 +743,140 @@ def test_a_damaged_sqlite_header_hides_no_other_session(
     assert done["committed"] is True and done["tornFromSeq"] == prefix
 
 
+@pytest.mark.parametrize(
+    ("damage", "error", "status"),
+    [
+        ("UPDATE sessions SET cwd = 'relative/dir' WHERE id = 'alpha'", "CorruptLog", 1),
+        ("UPDATE sessions SET version = 3 WHERE id = 'alpha'", "UnsupportedFormat", 3),
+        ("UPDATE events SET data = '{x' WHERE session_id = 'alpha' AND seq = 1", "CorruptLog", 1),
+    ],
+    ids=["bad-header", "foreign-version", "damaged-rows"],
+)
+def test_inspect_of_a_database_reports_an_unreadable_session_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str, error: str, status: int
+) -> None:
+    db = tmp_path / "sessions.db"
+    prefix = sqlite_db(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(damage)
+    conn.close()
+
+    code, out, err = run_main(capsys, "inspect", "--json", db)
+    assert code == status
+    alpha, beta = json.loads(out)
+    assert alpha["source"] == {"path": str(db), "format": "sqlite", "session": "alpha"}
+    assert alpha["error"]["errorClass"] == error and alpha["error"]["message"]
+    assert beta["source"]["session"] == "beta" and beta["tail"]["tornFromSeq"] == prefix
+    assert f"sessions.db: session alpha: {error}: " in err
+
+    code, out, err = run_main(capsys, "inspect", db)
+    assert code == status
+    assert f"cannot be read: {error}" in out and "session beta" in out and "Closers" in out
+    assert f"session alpha: {error}" in err
+    code, out, err = run_main(capsys, "inspect", db, "--session", "alpha")
+    assert (code, out) == (status, "") and error in err  # one session asked for: it alone
+
+
+def _shrink_default_cap(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """Make the default `max_decoded_bytes` `limit`: a small log stands in for one past 256 MiB."""
+    from kernel import frames
+
+    monkeypatch.setattr(frames, "MAX_DECODED_FLOOR", limit)
+    monkeypatch.setattr(frames, "MAX_DECODED_CEILING", limit)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("inspect",),
+        ("verify",),
+        ("export", "--format", "acp"),
+        ("repair", "--dry-run"),
+        ("repair",),
+    ],
+    ids=["inspect", "verify", "export", "repair-dry-run", "repair"],
+)
+def test_max_decoded_bytes_reads_a_zstd_log_past_the_default_cap(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: tuple[str, ...],
+) -> None:
+    log = tmp_path / "crash.jsonl.zstd"
+    log.write_bytes(write_jsonl_zstd(header("z"), crash_log().events))
+    before = log.read_bytes()
+    code, out, err = run_main(capsys, *command, log, "--max-decoded-bytes", "16")
+    assert (code, log.read_bytes()) == (1, before)
+    assert "LimitExceeded" in err + out and "max_decoded_bytes" in err + out
+
+    _shrink_default_cap(monkeypatch, 64)
+    code, out, err = run_main(capsys, *command, log)
+    assert (code, log.read_bytes()) == (1, before)
+    assert "LimitExceeded" in err + out
+    code, out, err = run_main(capsys, *command, log, "--max-decoded-bytes", "1000000")
+    assert code == 0, err + out
+    assert "LimitExceeded" not in err + out
+
+
+def test_max_decoded_bytes_undoes_a_zstd_repair_past_the_default_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = crash_log().events
+    torn = encode_zstd_frame(TORN_RECORD + b"\n")[:-4]  # its checksum missing: a torn frame
+    log = tmp_path / "crash.jsonl.zstd"
+    log.write_bytes(write_jsonl_zstd(header("z"), events) + torn)
+    original = log.read_bytes()
+    _shrink_default_cap(monkeypatch, 64)
+    code, out, err = run_main(capsys, "repair", "--json", log, "--max-decoded-bytes", "1000000")
+    assert code == 0, err
+    quarantine = json.loads(out)["quarantine"]
+    assert quarantine is not None and log.read_bytes() != original
+    code, _, err = run_main(capsys, "repair", "--undo", quarantine)
+    assert code == 1 and "LimitExceeded" in err
+    code, _, err = run_main(
+        capsys, "repair", "--undo", quarantine, "--max-decoded-bytes", "1000000"
+    )
+    assert code == 0, err
+    assert log.read_bytes() == original
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "lots"])
+def test_max_decoded_bytes_must_be_a_positive_whole_number(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    from kernel.cli import main
+
+    for command in (
+        ["inspect", "a.jsonl.zstd"],
+        ["verify", "logs"],
+        ["repair", "a.jsonl.zstd"],
+        ["export", "a.jsonl.zstd", "--format", "acp"],
+        ["acp-serve", "store"],
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main([*command, f"--max-decoded-bytes={value}"])
+        assert stopped.value.code == 2
+        assert "argument --max-decoded-bytes: " in capsys.readouterr().err
+
+
+def test_acp_serve_passes_max_decoded_bytes_to_the_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("acp")
+    from kernel.cli import acp_serving, main
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def recorded(store: str, **options: Any) -> int:
+        seen.append((store, options))
+        return 0
+
+    monkeypatch.setattr(acp_serving, "run_acp_serve", recorded)
+    assert main(["acp-serve", str(tmp_path), "--max-decoded-bytes", "123"]) == 0
+    ((store, options),) = seen
+    assert (store, options["max_decoded_bytes"]) == (str(tmp_path), 123)
+
+
 def test_verify_reports_a_non_kernel_exception_as_an_internal_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,6 +31,7 @@ from kernel.errors import (
     CorruptLog,
     InvalidEnvelope,
     LegacyFormat,
+    LimitExceeded,
     NotLosslessJson,
     SeqMismatch,
     SessionHeaderError,
@@ -44,6 +45,7 @@ from kernel.store import (
     JsonlStore,
     LiveSessionOpen,
     SessionExists,
+    SessionListing,
     SessionNotFound,
     StoreError,
     StoreLayoutError,
@@ -722,6 +724,70 @@ def test_read_header_reads_one_session_past_a_damaged_one_that_fails_list(
         store.read_header(paths["b"])
     assert [store.read_header(paths[sid]).id for sid in ("a", "c")] == ["a", "c"]
     assert store.read_header(str(paths["a"])).id == "a"  # a str path too
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["plain", "zstd"])
+def test_list_readable_lists_past_a_damaged_session_and_names_it(
+    tmp_path: Path, zstd: bool
+) -> None:
+    store = _store(tmp_path, zstd)
+    paths = {sid: _fill(store, _log(1, 1), header={**HEADER, "id": sid}) for sid in ("a", "b", "c")}
+    assert store.list_readable() == SessionListing(store.list(), ())
+    paths["b"].write_bytes(b"not a header\n")
+    with pytest.raises(CorruptLog):
+        store.list()  # unchanged: all or nothing
+    listing = store.list_readable()
+    assert [h.id for h in listing.headers] == ["a", "c"]
+    (bad,) = listing.unreadable
+    assert bad.location == "--projects-demo--/b"
+    assert isinstance(bad.error, CorruptLog) and str(paths["b"]) in str(bad.error)
+
+
+def test_list_readable_reports_each_broken_place_of_the_layout(tmp_path: Path) -> None:
+    store = _store(tmp_path, False)
+    _fill(store, _log(1, 1), header={**HEADER, "id": "ok"})
+    twice = _fill(store, _log(1, 1), header={**HEADER, "id": "twice"})
+    root = tmp_path / "root"
+    second = JsonlStore(tmp_path / "second")  # the same id with another cwd: another project
+    _fill(second, _log(1, 1), header={**HEADER, "id": "twice", "cwd": "/elsewhere"})
+    shutil.copytree(tmp_path / "second" / "--elsewhere--", root / "--elsewhere--")
+    (root / "--projects-demo--" / "flat.jsonl").write_bytes(twice.read_bytes())
+    other = root / "--projects-demo--" / "zstd-one"
+    other.mkdir()
+    (other / "session.jsonl.zstd").write_bytes(b"")
+    outside = tmp_path / "outside"
+    _fill(JsonlStore(outside), _log(1, 1), header={**HEADER, "id": "linked"})
+    (root / "--linked--").symlink_to(outside / "--projects-demo--")
+    (root / "--projects-demo--" / "pending").mkdir()  # no session file: not a session
+    listing = store.list_readable()
+    assert [h.id for h in listing.headers] == ["ok"]
+    assert [(u.location, type(u.error)) for u in listing.unreadable] == [
+        ("--elsewhere--/twice", StoreLayoutError),
+        ("--linked--", StoreLayoutError),
+        ("--projects-demo--/flat.jsonl", StoreLayoutError),
+        ("--projects-demo--/twice", StoreLayoutError),
+        ("--projects-demo--/zstd-one", StoreLayoutError),
+    ]
+    messages = [str(u.error) for u in listing.unreadable]
+    assert "stored under 2 project directories" in messages[0] == messages[3]
+    assert "symbolic link" in messages[1]
+    assert "flat layout" in messages[2] and "one encoding per root" in messages[4]
+    assert JsonlStore(tmp_path / "no-root").list_readable() == SessionListing(())
+
+
+def test_a_zstd_store_reads_with_its_own_decoded_size_cap(tmp_path: Path) -> None:
+    events = _log(1, 1)
+    _fill(_store(tmp_path, True), events[:3])
+    tiny = _store(tmp_path, True, max_decoded_bytes=16)  # a new store: no tail cached
+    with pytest.raises(LimitExceeded):
+        tiny.append("s-1", events[3:])  # the tail scan honours the cap
+    (refused,) = tiny.list_readable().unreadable
+    assert refused.location == "--projects-demo--/s-1"
+    assert isinstance(refused.error, LimitExceeded)
+    roomy = _store(tmp_path, True, max_decoded_bytes=1 << 20)
+    roomy.append("s-1", events[3:])
+    assert [h.id for h in roomy.list_readable().headers] == ["s-1"]
+    assert len(roomy.load("s-1", now=0).events) >= len(events)
 
 
 def test_read_header_checks_the_header_against_the_files_place(tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ from kernel.store import (
     ForeignStore,
     LiveSessionOpen,
     SessionExists,
+    SessionListing,
     SessionNotFound,
     SqliteStore,
     StoreError,
@@ -644,6 +645,67 @@ def test_list_fails_on_a_damaged_header_and_session_ids_lists_past_it(
         assert [store.inspect(sid).header.id for sid in ("a", "c")] == ["a", "c"]
         with pytest.raises(error):
             store.inspect("b")
+
+
+@pytest.mark.parametrize(
+    ("damage", "error"),
+    [
+        ("cwd = 'relative/dir'", CorruptLog),  # H7: not an absolute path
+        ("cwd = CAST(x'ff' AS TEXT)", CorruptLog),  # TEXT that is not UTF-8
+        ("version = 3", UnsupportedFormat),
+    ],
+)
+def test_list_readable_lists_past_a_damaged_header_naming_the_session(
+    tmp_path: Path, damage: str, error: type[Exception]
+) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        for sid in ("a", "b", "c"):
+            _fill(store, _log(1, 1), header={**HEADER, "id": sid})
+        assert store.list_readable() == SessionListing(store.list(), ())
+    with _raw(path) as conn:
+        conn.execute(f"UPDATE sessions SET {damage} WHERE id = 'b'")
+    with SqliteStore(path, read_only=True) as store:
+        listing = store.list_readable()
+        with pytest.raises(error):
+            store.list()  # unchanged: all or nothing
+    assert [h.id for h in listing.headers] == ["a", "c"]
+    (bad,) = listing.unreadable
+    assert bad.location == "b" and type(bad.error) is error
+
+
+def test_list_readable_reads_no_event_row(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        _fill(store, _log(1, 1))
+    _insert_garbage(path, 10**6)  # damaged rows: inspect refuses them, the listing never sees them
+    with _raw(path) as conn:
+        conn.execute("UPDATE events SET data = '{garbage' WHERE seq = 1")
+    with SqliteStore(path, read_only=True) as store:
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        listing = store.list_readable()
+        store._conn.set_trace_callback(None)
+        with pytest.raises(CorruptLog):
+            store.inspect("s-1")
+    assert [h.id for h in listing.headers] == ["s-1"] and listing.unreadable == ()
+    assert statements and not [sql for sql in statements if "FROM events" in sql]
+
+
+def test_list_readable_names_an_id_that_is_not_utf8_by_its_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SqliteStore(path) as store:
+        for sid in ("a", "b"):
+            _fill(store, _log(1, 1), header={**HEADER, "id": sid})
+    with _raw(path) as conn:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute("UPDATE sessions SET id = CAST(x'62ff' AS TEXT) WHERE id = 'b'")
+    with SqliteStore(path, read_only=True) as store:
+        listing = store.list_readable()
+    assert [h.id for h in listing.headers] == ["a"]
+    (bad,) = listing.unreadable
+    assert bad.location == "b\udcff"
+    assert isinstance(bad.error, CorruptLog) and "not UTF-8" in str(bad.error)
 
 
 def test_session_ids_refuses_an_id_that_is_not_utf8(tmp_path: Path) -> None:

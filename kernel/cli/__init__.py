@@ -8,6 +8,9 @@
     session-kernel export LOG --format acp|openai|anthropic [--session ID] [--view VIEW]
     session-kernel acp-serve STORE
 
+Every command that reads logs takes `--max-decoded-bytes N` (a Zstandard log's
+plaintext cap) and all but `acp-serve` take `--strict-shapes`.
+
 LOG is a `.jsonl`, `.jsonl.zstd` or SQLite file. Every decision comes from the
 pure kernel; this package only reads files, commits repairs through the store
 and prints. Whatever goes wrong ends in one line naming the log and the error
@@ -54,6 +57,7 @@ def _run_inspect(args: argparse.Namespace, now: int) -> int:
         as_json=args.json,
         now=now,
         normalize_legacy=not args.strict_shapes,
+        max_decoded_bytes=args.max_decoded_bytes,
     )
 
 
@@ -74,6 +78,7 @@ def _run_verify(args: argparse.Namespace, now: int) -> int:
         strict=args.strict,
         timeout=args.timeout or None,
         normalize_legacy=not args.strict_shapes,
+        max_decoded_bytes=args.max_decoded_bytes,
     )
 
 
@@ -81,7 +86,7 @@ def _run_repair(args: argparse.Namespace, now: int) -> int:
     from kernel.cli.repairing import run_repair, run_undo
 
     if args.undo:
-        return run_undo(args.log, as_json=args.json)
+        return run_undo(args.log, as_json=args.json, max_decoded_bytes=args.max_decoded_bytes)
     return run_repair(
         args.log,
         session=args.session,
@@ -90,6 +95,7 @@ def _run_repair(args: argparse.Namespace, now: int) -> int:
         now=now,
         strict_tail=args.strict_tail,
         normalize_legacy=not args.strict_shapes,
+        max_decoded_bytes=args.max_decoded_bytes,
     )
 
 
@@ -103,6 +109,7 @@ def _run_export(args: argparse.Namespace, now: int) -> int:
         view=args.view,
         now=now,
         normalize_legacy=not args.strict_shapes,
+        max_decoded_bytes=args.max_decoded_bytes,
     )
 
 
@@ -112,7 +119,7 @@ def _run_acp_serve(args: argparse.Namespace, now: int) -> int:
     except ImportError as exc:
         error_line(f"acp-serve needs the ACP SDK: pip install 'session-kernel[acp]' ({exc})")
         return exits.USAGE
-    return run_acp_serve(args.store, version=_version())
+    return run_acp_serve(args.store, version=_version(), max_decoded_bytes=args.max_decoded_bytes)
 
 
 def _add_strict_shapes(command: argparse.ArgumentParser) -> None:
@@ -121,6 +128,27 @@ def _add_strict_shapes(command: argparse.ArgumentParser) -> None:
         action="store_true",
         help="refuse older v0 shapes (no message ids, steering/message, older turn/end "
         "reasons) instead of reading them normalized (docs/format/persistence.md Appendix A)",
+    )
+
+
+def _decoded_bytes(value: str) -> int:
+    try:
+        limit = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {value!r}") from None
+    if limit < 1:
+        raise argparse.ArgumentTypeError("must be a positive number of bytes")
+    return limit
+
+
+def _add_max_decoded_bytes(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--max-decoded-bytes",
+        type=_decoded_bytes,
+        metavar="N",
+        help="read a Zstandard log of up to N bytes of plaintext (default: 1000 times the "
+        "file's size, at least 64 MiB and at most 256 MiB); a larger log is refused with "
+        "LimitExceeded",
     )
 
 
@@ -179,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
     _add_strict_shapes(inspect)
+    _add_max_decoded_bytes(inspect)
     inspect.set_defaults(run=_run_inspect)
 
     verify = commands.add_parser(
@@ -248,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"on (default {DEFAULT_VERIFY_TIMEOUT:g}; 0: no limit)",
     )
     _add_strict_shapes(verify)
+    _add_max_decoded_bytes(verify)
     verify.set_defaults(run=_run_verify)
 
     repair = commands.add_parser(
@@ -278,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     repair.add_argument("--json", action="store_true", help="print one JSON document")
     _add_strict_shapes(repair)
+    _add_max_decoded_bytes(repair)
     repair.set_defaults(run=_run_repair)
 
     export = commands.add_parser(
@@ -306,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="acp: every message in log order (default), or the model-visible history only",
     )
     _add_strict_shapes(export)
+    _add_max_decoded_bytes(export)
     export.set_defaults(run=_run_export)
 
     serve = commands.add_parser(
@@ -322,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     serve.add_argument("store", metavar="STORE", help="JSONL store directory, SQLite file or log")
+    _add_max_decoded_bytes(serve)
     serve.set_defaults(run=_run_acp_serve)
     return parser
 

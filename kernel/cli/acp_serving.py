@@ -41,14 +41,16 @@ from acp.utils import serialize_params
 from pydantic import ValidationError
 
 from kernel.cli.acp_stdio import MAX_LINE_BYTES, LineTransport
-from kernel.cli.sources import SQLITE, describe_os_error, kind_of, open_log, session_ids
+from kernel.cli.sources import SQLITE, describe_os_error, kind_of, open_log
+from kernel.cli.sqlite import sqlite_listing
 from kernel.errors import KernelError
 from kernel.events import Event, SessionHeader
 from kernel.json import summary
 from kernel.projections import acp_updates
-from kernel.store.errors import SessionNotFound, StoreLayoutError
+from kernel.store.errors import SessionNotFound
 from kernel.store.jsonl import JsonlStore
-from kernel.store.paths import PLAIN_NAME, ZSTD_NAME
+from kernel.store.paths import ZSTD_NAME
+from kernel.store.results import SessionListing
 
 __all__ = (
     "READ_ONLY",
@@ -94,10 +96,12 @@ class Listing:
 
 class StoreReader:
     """A store named on the command line: a JSONL store directory, a SQLite database, or
-    one JSONL log file. Every call reads afresh and writes nothing."""
+    one JSONL log file. Every call reads afresh and writes nothing; `max_decoded_bytes`
+    caps a Zstandard log's plaintext (None: the default cap)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, max_decoded_bytes: int | None = None) -> None:
         self.path = path
+        self.max_decoded_bytes = max_decoded_bytes
 
     def store_relative(self, text: str) -> str:
         """`text` with the store's own path cut out: paths under it become relative."""
@@ -119,106 +123,71 @@ class StoreReader:
             message = self.store_relative(str(exc))
         return {"location": location, "errorClass": type(exc).__name__, "message": message}
 
-    # -- JSONL store directories ------------------------------------------------------------
+    def _skipped_all(self, listed: SessionListing) -> Listing:
+        skipped = tuple(self.skipped(item.location, item.error) for item in listed.unreadable)
+        return Listing(listed.headers, skipped)
 
-    def _session_dirs(self, skipped: list[dict[str, str]]) -> list[tuple[str, Path]]:
-        """`("project/session", directory)` of each session directory under the store root.
-
-        A project directory that is a symbolic link, and a log file directly inside a
-        project directory (the obsolete flat layout), are reported in `skipped`; a linked
-        session directory is returned, and the store refuses to read through it.
-        """
-        found: list[tuple[str, Path]] = []
-        with os.scandir(self.path) as entries:
-            projects = sorted((e.name, e.path, e.is_symlink()) for e in entries if e.is_dir())
-        for project, project_path, linked in projects:
-            try:
-                if linked:
-                    raise StoreLayoutError(f"{project}: a symbolic link inside the store")
-                with os.scandir(project_path) as entries:
-                    inside = sorted((e.name, e.path, e.is_dir()) for e in entries)
-            except (StoreLayoutError, OSError) as exc:
-                skipped.append(self.skipped(project, exc))
-                continue
-            for name, path, is_dir in inside:
-                location = f"{project}/{name}"
-                if is_dir:
-                    found.append((location, Path(path)))
-                elif name.endswith((".jsonl", ".jsonl.zstd")):
-                    flat = StoreLayoutError(
-                        f"{location}: a log file directly inside a project directory "
-                        "(the obsolete flat layout)"
-                    )
-                    skipped.append(self.skipped(location, flat))
-        return sorted(found)
-
-    def _jsonl_store(self, dirs: list[tuple[str, Path]]) -> JsonlStore:
-        zstd = any((directory / ZSTD_NAME).is_file() for _, directory in dirs)
-        return JsonlStore(Path(self.path), zstd=zstd)
-
-    def _jsonl_listing(self) -> Listing:
-        skipped: list[dict[str, str]] = []
-        dirs = self._session_dirs(skipped)
-        store = self._jsonl_store(dirs)
-        name, other = (ZSTD_NAME, PLAIN_NAME) if store.zstd else (PLAIN_NAME, ZSTD_NAME)
-        found: dict[str, list[tuple[str, SessionHeader]]] = {}
-        for location, directory in dirs:
-            path = directory / name
-            try:
-                if (directory / other).exists():
-                    raise StoreLayoutError(
-                        f"{location}/{other}: this root holds {name} files (one encoding per root)"
-                    )
-                if not path.is_file():
-                    continue
-                # One session at a time: JsonlStore.list() stops at the first it cannot read.
-                header = store.read_header(path)
-            except (KernelError, OSError) as exc:
-                skipped.append(self.skipped(location, exc))
-                continue
-            found.setdefault(header.id, []).append((location, header))
-        headers = []
-        for session_id in sorted(found):
-            places = found[session_id]
-            if len(places) == 1:
-                headers.append(places[0][1])
-                continue
-            twice = StoreLayoutError(
-                f"session {summary(session_id)} is stored under {len(places)} project directories"
-            )
-            skipped.extend(self.skipped(location, twice) for location, _ in places)
-        return Listing(tuple(headers), tuple(skipped))
+    def _jsonl_store(self) -> JsonlStore:
+        root = Path(self.path)
+        return JsonlStore(root, zstd=_holds_zstd(root), max_decoded_bytes=self.max_decoded_bytes)
 
     # -- every kind of store ----------------------------------------------------------------
 
     def listing(self) -> Listing:
-        """The headers of every stored session that can be read; the others as skipped."""
+        """The headers of every stored session that can be read; the others as skipped.
+
+        Only headers are read: a JSONL session file's first line or frame, a
+        database's `sessions` rows. A session whose events are damaged is listed,
+        and loading it names the damage.
+        """
         target = Path(self.path)
         if target.is_dir():
-            return self._jsonl_listing()
+            return self._skipped_all(self._jsonl_store().list_readable())
         kind = kind_of(target) or "jsonl"
-        headers, skipped = [], []
-        for sid in session_ids(self.path, kind, session=None):
-            try:
-                headers.append(open_log(self.path, kind, session=sid, now=_now()).header)
-            except KernelError as exc:
-                skipped.append(self.skipped(sid if sid is not None else target.name, exc))
-        return Listing(tuple(headers), tuple(skipped))
+        if kind == SQLITE:
+            return self._skipped_all(sqlite_listing(self.path))
+        try:
+            opened = open_log(
+                self.path, kind, session=None, now=_now(), max_decoded_bytes=self.max_decoded_bytes
+            )
+        except KernelError as exc:
+            return Listing((), (self.skipped(target.name, exc),))
+        return Listing((opened.header,), ())
 
     def balanced(self, session_id: str) -> tuple[SessionHeader, tuple[Event, ...]]:
         """The header and balanced events (stored prefix + closers) of one session."""
         target = Path(self.path)
         if target.is_dir():
-            stored = self._jsonl_store(self._session_dirs([])).inspect(session_id, now=_now())
+            stored = self._jsonl_store().inspect(session_id, now=_now())
             return stored.header, stored.events
         kind = kind_of(target) or "jsonl"
+        cap = self.max_decoded_bytes
         if kind == SQLITE:
             opened = open_log(self.path, kind, session=session_id, now=_now())
         else:
-            opened = open_log(self.path, kind, session=None, now=_now())
+            opened = open_log(self.path, kind, session=None, now=_now(), max_decoded_bytes=cap)
             if opened.session != session_id:
                 raise SessionNotFound(f"no stored session {summary(session_id)}")
         return opened.header, (*opened.stored, *opened.closers)
+
+
+def _holds_zstd(root: Path) -> bool:
+    """Whether a JSONL store root holds Zstandard session files (a root holds one encoding).
+
+    A project directory that is a symbolic link is not looked into; the listing
+    reports it.
+    """
+    try:
+        projects = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return False
+    for project in projects:
+        try:
+            if any((entry / ZSTD_NAME).is_file() for entry in project.iterdir()):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 @contextmanager
@@ -381,10 +350,15 @@ async def serve(
     output_fd: int = 1,
     max_line_bytes: int = MAX_LINE_BYTES,
     version: str = "unknown",
+    max_decoded_bytes: int | None = None,
 ) -> None:
-    """Serve ACP on two file descriptors until the input ends (or the output is closed)."""
+    """Serve ACP on two file descriptors until the input ends (or the output is closed).
+
+    `max_decoded_bytes` caps a Zstandard log's plaintext (None: the default cap).
+    """
     transport = LineTransport(input_fd, output_fd, max_line_bytes=max_line_bytes)
-    agent = ReplayAgent(StoreReader(store), version=version)
+    reader = StoreReader(store, max_decoded_bytes=max_decoded_bytes)
+    agent = ReplayAgent(reader, version=version)
     # The unstable routes (fork, resume, close) are on so that they are refused as
     # read-only rather than with a warning on stderr.
     router = build_agent_router(agent, use_unstable_protocol=True)
@@ -422,12 +396,22 @@ def _log_one_line_each() -> Callable[[], None]:
 
 
 def run_acp_serve(
-    store: str, *, version: str = "unknown", max_line_bytes: int = MAX_LINE_BYTES
+    store: str,
+    *,
+    version: str = "unknown",
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_decoded_bytes: int | None = None,
 ) -> int:
     """Serve ACP on stdin/stdout until the client closes the connection; returns 0."""
     restore = _log_one_line_each()
     try:
-        asyncio.run(serve(store, max_line_bytes=max_line_bytes, version=version))
+        serving = serve(
+            store,
+            max_line_bytes=max_line_bytes,
+            version=version,
+            max_decoded_bytes=max_decoded_bytes,
+        )
+        asyncio.run(serving)
     finally:
         restore()
     return 0

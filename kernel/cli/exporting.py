@@ -38,9 +38,10 @@ def run_export(
     view: str,
     now: int,
     normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> int:
     """Print the projection of one stored session (a database needs `--session` when it
-    holds more than one)."""
+    holds more than one); `max_decoded_bytes` caps a Zstandard log's plaintext."""
     kind = kind_of_path(path)
     if kind == SQLITE and session is None:
         ids = session_ids(path, kind, session=None)
@@ -48,7 +49,14 @@ def run_export(
             error_line(f"{path}: the database holds {len(ids)} sessions; choose one with --session")
             return exits.USAGE
         session = ids[0]
-    opened = open_log(path, kind, session=session, now=now, normalize_legacy=normalize_legacy)
+    opened = open_log(
+        path,
+        kind,
+        session=session,
+        now=now,
+        normalize_legacy=normalize_legacy,
+        max_decoded_bytes=max_decoded_bytes,
+    )
     events = (*opened.stored, *opened.closers)
     print_json(export_document(events, session_id=opened.session, fmt=fmt, view=view))
     return 0

@@ -2,7 +2,8 @@
 
 Writes nothing. The report of each session is `analysis.inspection` plus where
 it came from and its torn-tail facts; `--json` prints the reports, otherwise
-they are drawn as tables.
+they are drawn as tables. A database session that cannot be read has an entry
+naming its error instead, and the other sessions are still inspected.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 from rich.console import Console, Group
 from rich.text import Text
 
-from kernel.cli import analysis
+from kernel.cli import analysis, exits
 from kernel.cli.output import (
+    error_line,
     key_values,
     print_json,
     printable_doc,
@@ -24,7 +26,17 @@ from kernel.cli.output import (
     table,
     text,
 )
-from kernel.cli.sources import JSONL, SQLITE, Opened, kind_of, open_logs, quarantines_beside
+from kernel.cli.sources import (
+    JSONL,
+    SQLITE,
+    Opened,
+    describe_os_error,
+    kind_of,
+    open_readable,
+    quarantines_beside,
+)
+from kernel.errors import UnsupportedFormat
+from kernel.store.results import UnreadableSession
 
 __all__ = ("report", "run_inspect", "render")
 
@@ -225,24 +237,87 @@ def normalized_line(counts: dict[str, int]) -> Text:
     )
 
 
+def _cause(error: Exception) -> dict[str, str]:
+    """The error class and message of a session that could not be read."""
+    message = describe_os_error(error) if isinstance(error, OSError) else str(error)
+    return {"errorClass": type(error).__name__, "message": message}
+
+
+def _unreadable_report(path: str, item: UnreadableSession) -> dict[str, Any]:
+    """The inspect entry of a session of a database that could not be read."""
+    return {
+        "source": {"path": path, "format": SQLITE, "session": item.location},
+        "error": _cause(item.error),
+    }
+
+
+def _render_unreadable(doc: dict[str, Any]) -> Group:
+    doc = printable_doc(doc)
+    source, error = doc["source"], doc["error"]
+    title = Text.assemble(
+        ("session ", "bold"),
+        (str(source["session"]), "bold cyan"),
+        (f"  {source['path']} ({source['format']})", "dim"),
+    )
+    cause = Text(f"cannot be read: {error['errorClass']}: {error['message']}", style="bold red")
+    return Group(title, cause)
+
+
+def _exit_status(failures: Sequence[UnreadableSession]) -> int:
+    """As for one log: 1 when a session is invalid, else 3 when one is unsupported."""
+    if not failures:
+        return exits.OK
+    if all(isinstance(item.error, UnsupportedFormat) for item in failures):
+        return exits.UNSUPPORTED
+    return exits.INVALID
+
+
 def run_inspect(
-    path: str, *, session: str | None, as_json: bool, now: int, normalize_legacy: bool = True
+    path: str,
+    *,
+    session: str | None,
+    as_json: bool,
+    now: int,
+    normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> int:
-    """Inspect one log file (every session of a SQLite database unless `session` is given)."""
+    """Inspect one log file (every session of a SQLite database unless `session` is given).
+
+    A session of a database that cannot be read is reported in its place and
+    on stderr, the others are inspected, and the exit status is the one that
+    session alone would give. `max_decoded_bytes` caps a Zstandard log's plaintext.
+    """
     kind = kind_of_path(path)
-    opened = open_logs(path, kind, session=session, now=now, normalize_legacy=normalize_legacy)
-    reports = [report(o) for o in opened]
+    found = open_readable(
+        path,
+        kind,
+        session=session,
+        now=now,
+        normalize_legacy=normalize_legacy,
+        max_decoded_bytes=max_decoded_bytes,
+    )
+    reports: list[dict[str, Any]] = []
+    failures: list[UnreadableSession] = []
+    for item in found:
+        if isinstance(item, UnreadableSession):
+            failures.append(item)
+            reports.append(_unreadable_report(path, item))
+        else:
+            reports.append(report(item))
     if as_json:
         print_json(reports[0] if len(reports) == 1 and kind != SQLITE else reports)
-        return 0
-    console: Console = stdout_console()
-    for index, doc in enumerate(reports):
-        if index:
-            console.rule()
-        console.print(render(doc))
-    if not reports:
-        console.print(Text("no sessions in this database", style="yellow"))
-    return 0
+    else:
+        console: Console = stdout_console()
+        for index, doc in enumerate(reports):
+            if index:
+                console.rule()
+            console.print(_render_unreadable(doc) if "error" in doc else render(doc))
+        if not reports:
+            console.print(Text("no sessions in this database", style="yellow"))
+    for item in failures:
+        cause = _cause(item.error)
+        error_line(f"{path}: session {item.location}: {cause['errorClass']}: {cause['message']}")
+    return _exit_status(failures)
 
 
 def kind_of_path(path: str) -> str:

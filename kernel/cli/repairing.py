@@ -9,6 +9,7 @@ repair changes (a closed turn with an unanswered call, `verify`'s finding).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -147,6 +148,7 @@ def _reports(
     now: int,
     strict_tail: bool,
     normalize_legacy: bool,
+    cap: int | None,
 ) -> list[tuple[RepairReport, tuple[Event, ...]]]:
     """Each session's repair report, and its events as the repair leaves them."""
     if kind == SQLITE:
@@ -154,18 +156,21 @@ def _reports(
             path, session=session, dry_run=dry_run, now=now, normalize_legacy=normalize_legacy
         )
         return [(one.repair, one.events) for one in stored]
+    read = functools.partial(
+        open_log, path, kind, now=now, normalize_legacy=normalize_legacy, max_decoded_bytes=cap
+    )
     if session is not None:
-        # CorruptLog when the file holds another id
-        open_log(path, kind, session=session, now=now, normalize_legacy=normalize_legacy)
+        read(session=session)  # CorruptLog when the file holds another id
     report = repair_file(
         path,
         now=now,
         dry_run=dry_run,
         strict_tail=strict_tail,
         normalize_legacy=normalize_legacy,
+        max_decoded_bytes=cap,
     )
     # Read again: the repaired log, or (dry run) the stored one with the closers it would get.
-    left = open_log(path, kind, session=None, now=now, normalize_legacy=normalize_legacy)
+    left = read(session=None)
     return [(report, (*left.stored, *left.closers))]
 
 
@@ -178,10 +183,16 @@ def run_repair(
     now: int,
     strict_tail: bool = False,
     normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> int:
-    """Repair one log file (every session of a SQLite database unless `session` is given)."""
+    """Repair one log file (every session of a SQLite database unless `session` is given).
+
+    `max_decoded_bytes` caps a Zstandard log's plaintext (None: the default cap).
+    """
     kind = kind_of_path(path)
-    reports = _reports(path, kind, session, dry_run, now, strict_tail, normalize_legacy)
+    reports = _reports(
+        path, kind, session, dry_run, now, strict_tail, normalize_legacy, max_decoded_bytes
+    )
     docs = [
         repair_document(r, dry_run=dry_run, findings=unanswered_call_findings(events))
         for r, events in reports
@@ -195,7 +206,7 @@ def run_repair(
     return exits.OK
 
 
-def _undo(quarantine: str) -> str:
+def _undo(quarantine: str, max_decoded_bytes: int | None) -> str:
     """Undo through the layout the quarantine belongs to; the log (or database) restored."""
     source = Path(quarantine)
     parsed = parse_quarantine_name(source.name)
@@ -204,12 +215,12 @@ def _undo(quarantine: str) -> str:
         with SqliteStore(database) as store:
             session = store.undo_repair(source)
         return f"{database} (session {session})"
-    return str(undo_repair(quarantine))
+    return str(undo_repair(quarantine, max_decoded_bytes=max_decoded_bytes))
 
 
-def run_undo(quarantine: str, *, as_json: bool) -> int:
+def run_undo(quarantine: str, *, as_json: bool, max_decoded_bytes: int | None = None) -> int:
     """Put back the bytes a repair kept in `quarantine`: the log is as it was before it."""
-    log = _undo(quarantine)
+    log = _undo(quarantine, max_decoded_bytes)
     if as_json:
         print_json({"restored": str(log), "quarantine": quarantine})
         return exits.OK

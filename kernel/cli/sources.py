@@ -19,9 +19,10 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.cli.sqlite import inspect_sqlite, sqlite_sessions
+from kernel.cli.sqlite import inspect_sqlite, sqlite_listing, sqlite_sessions
 from kernel.codec import header_to_json
 from kernel.durable import Loaded, load_jsonl
+from kernel.errors import KernelError
 from kernel.events import Event, SessionHeader
 from kernel.frames import ZSTD_MAGIC, load_jsonl_zstd
 from kernel.quarantine import (
@@ -32,7 +33,7 @@ from kernel.quarantine import (
 )
 from kernel.store.collector import paused_collector
 from kernel.store.errors import SessionNotFound
-from kernel.store.results import StoredSession
+from kernel.store.results import StoredSession, UnreadableSession
 
 __all__ = (
     "JSONL",
@@ -50,6 +51,7 @@ __all__ = (
     "discover",
     "open_logs",
     "open_log",
+    "open_readable",
     "session_ids",
     "opened_from_loaded",
     "opened_from_stored",
@@ -333,11 +335,19 @@ def session_ids(path: str, kind: str, *, session: str | None) -> list[str | None
 
 
 def open_log(
-    path: str, kind: str, *, session: str | None, now: int, normalize_legacy: bool = True
+    path: str,
+    kind: str,
+    *,
+    session: str | None,
+    now: int,
+    normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> Opened:
     """Load one stored session; raises the kernel's `KernelError`s or `OSError`; writes nothing.
 
     Older v0 shapes are normalized in memory unless `normalize_legacy` is false.
+    `max_decoded_bytes` caps a Zstandard log's plaintext (`load_jsonl_zstd`;
+    None: its default).
     """
     if kind == SQLITE:
         if session is None:
@@ -345,15 +355,80 @@ def open_log(
         stored = inspect_sqlite(path, session=session, now=now, normalize_legacy=normalize_legacy)
         return opened_from_stored(path, stored)
     data = read_regular(path)
-    load = load_jsonl_zstd if kind == ZSTD else load_jsonl
     with paused_collector():
-        loaded = load(data, session_id=session, now=now, normalize_legacy=normalize_legacy)
+        if kind == ZSTD:
+            loaded = load_jsonl_zstd(
+                data,
+                session_id=session,
+                now=now,
+                normalize_legacy=normalize_legacy,
+                max_decoded_bytes=max_decoded_bytes,
+            )
+        else:
+            loaded = load_jsonl(
+                data, session_id=session, now=now, normalize_legacy=normalize_legacy
+            )
     return opened_from_loaded(path, kind, loaded, data)
 
 
 def open_logs(
-    path: str, kind: str, *, session: str | None, now: int, normalize_legacy: bool = True
+    path: str,
+    kind: str,
+    *,
+    session: str | None,
+    now: int,
+    normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> Iterator[Opened]:
     """Load every stored session of one file (one for JSONL; all or `session` for SQLite)."""
     for sid in session_ids(path, kind, session=session):
-        yield open_log(path, kind, session=sid, now=now, normalize_legacy=normalize_legacy)
+        yield open_log(
+            path,
+            kind,
+            session=sid,
+            now=now,
+            normalize_legacy=normalize_legacy,
+            max_decoded_bytes=max_decoded_bytes,
+        )
+
+
+def open_readable(
+    path: str,
+    kind: str,
+    *,
+    session: str | None,
+    now: int,
+    normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
+) -> Iterator[Opened | UnreadableSession]:
+    """Like `open_logs`, but every session of a database is read on its own.
+
+    For a database without `session`, a session whose header or rows cannot be
+    read (a `KernelError`) is an `UnreadableSession` in its place, in id order,
+    and the others are read as usual. Otherwise this raises as `open_logs` does.
+    """
+    if kind != SQLITE or session is not None:
+        yield from open_logs(
+            path,
+            kind,
+            session=session,
+            now=now,
+            normalize_legacy=normalize_legacy,
+            max_decoded_bytes=max_decoded_bytes,
+        )
+        return
+    listing = sqlite_listing(path)
+    places: list[tuple[str, UnreadableSession | None]] = [
+        *((header.id, None) for header in listing.headers),
+        *((item.location, item) for item in listing.unreadable),
+    ]
+    for sid, unreadable in sorted(places, key=lambda place: place[0]):
+        if unreadable is not None:
+            yield unreadable
+            continue
+        try:
+            opened = open_log(path, kind, session=sid, now=now, normalize_legacy=normalize_legacy)
+        except KernelError as exc:
+            yield UnreadableSession(sid, exc)
+            continue
+        yield opened

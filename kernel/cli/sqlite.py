@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kernel.store.errors import SessionNotFound, StoreError
-from kernel.store.results import StoredSession
+from kernel.store.results import SessionListing, StoredSession
 from kernel.store.sqlite import SqliteStore
 
-__all__ = ("sqlite_sessions", "inspect_sqlite", "repair_sqlite")
+__all__ = ("sqlite_sessions", "sqlite_listing", "inspect_sqlite", "repair_sqlite")
 
 
 def _probe(path: str) -> None:
@@ -63,6 +63,15 @@ def sqlite_sessions(path: str, *, session: str | None) -> list[str]:
     if session not in ids:
         raise SessionNotFound(f"no stored session {session!r} in this database")
     return [session]
+
+
+def sqlite_listing(path: str) -> SessionListing:
+    """The headers of a database's sessions, and the sessions whose header cannot be read.
+
+    Reads the `sessions` rows only (`SqliteStore.list_readable()`), no event row.
+    """
+    with _store(path) as store:
+        return store.list_readable()
 
 
 def inspect_sqlite(

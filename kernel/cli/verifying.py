@@ -188,6 +188,7 @@ def _verify_all(
     strict: bool = False,
     log_timeout: float | None = None,
     normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> list[corpus.CorpusResult]:
     tasks, results = corpus.plan_tasks(files)
     executor = choose_executor(
@@ -199,7 +200,11 @@ def _verify_all(
     )
     bar = None if progress is None else progress.add_task("verifying", total=len(tasks))
     check = functools.partial(
-        corpus.check_task, now=now, strict=strict, normalize_legacy=normalize_legacy
+        corpus.check_task,
+        now=now,
+        strict=strict,
+        normalize_legacy=normalize_legacy,
+        max_decoded_bytes=max_decoded_bytes,
     )
     late = 0
     for _, found in executor.run(tasks, check):
@@ -350,7 +355,11 @@ def _safe_name(result: corpus.CorpusResult) -> str:
 
 
 def minimize_failures(
-    results: Sequence[corpus.CorpusResult], folder: Path, now: int
+    results: Sequence[corpus.CorpusResult],
+    folder: Path,
+    now: int,
+    *,
+    max_decoded_bytes: int | None = None,
 ) -> list[dict[str, Any]]:
     """Shrink every invalid log that loads to a 1-minimal counterexample; one JSONL each.
 
@@ -364,7 +373,11 @@ def minimize_failures(
             continue
         try:
             shrunk = corpus.minimize_log(
-                result.path, result.format or "jsonl", session=result.session, now=now
+                result.path,
+                result.format or "jsonl",
+                session=result.session,
+                now=now,
+                max_decoded_bytes=max_decoded_bytes,
             )
         except Exception:  # the log changed under us, or shrinking hit a kernel bug: skip it
             shrunk = None
@@ -421,6 +434,7 @@ def run_verify(
     strict: bool = False,
     timeout: float | None = DEFAULT_VERIFY_TIMEOUT,
     normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> int:
     """Verify every log under `paths`; print the report; return the exit status.
 
@@ -433,6 +447,7 @@ def run_verify(
     long a log may take before it is reported `timeout` (one line on stderr
     names it and its worker). With `normalize_legacy` false, older v0 shapes
     fail a log instead of being read normalized (`--strict-shapes`).
+    `max_decoded_bytes` caps a Zstandard log's plaintext (`--max-decoded-bytes`).
     """
     if minimize and report is None:
         error_line("--minimize writes beside the report: give --report FILE")
@@ -456,6 +471,7 @@ def run_verify(
             strict=strict,
             timeout=timeout,
             normalize_legacy=normalize_legacy,
+            max_decoded_bytes=max_decoded_bytes,
         )
     except (corpus.ClusterUnavailable, corpus.ReportUnavailable) as exc:
         error_line(str(exc))
@@ -477,6 +493,7 @@ def _run(
     strict: bool,
     timeout: float | None,
     normalize_legacy: bool,
+    max_decoded_bytes: int | None,
 ) -> int:
     found = discover(paths, exclude=exclude, hidden=hidden)
     if not found.logs and not found.unreadable:
@@ -491,6 +508,7 @@ def _run(
         "strict": strict,
         "log_timeout": timeout,
         "normalize_legacy": normalize_legacy,
+        "max_decoded_bytes": max_decoded_bytes,
     }
     if show_progress:
         columns = (
@@ -511,7 +529,9 @@ def _run(
     minimized: list[dict[str, Any]] = []
     if report is not None:
         if minimize:
-            minimized = minimize_failures(records, minimized_folder(report), now)
+            minimized = minimize_failures(
+                records, minimized_folder(report), now, max_decoded_bytes=max_decoded_bytes
+            )
         corpus.write_report(records, report)
     results = [dict(r.detail) for r in records]
     summary = summarize(results)

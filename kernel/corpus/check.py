@@ -353,14 +353,20 @@ def check_bytes(
 
 
 def check_task(
-    task: Task, now: int, *, strict: bool = False, normalize_legacy: bool = True
+    task: Task,
+    now: int,
+    *,
+    strict: bool = False,
+    normalize_legacy: bool = True,
+    max_decoded_bytes: int | None = None,
 ) -> tuple[CorpusResult, ...]:
     """Verify one unit of work; never raises for a bad or unreadable log.
 
     A top-level function of plain values, so a process pool or a Dask worker
     can run it. A SQLite task without a session verifies every session of the
     database (or reports the file when its sessions cannot be listed).
-    `strict` fails findings too; `normalize_legacy=False` refuses older v0 shapes.
+    `strict` fails findings too; `normalize_legacy=False` refuses older v0 shapes;
+    `max_decoded_bytes` caps a Zstandard log's plaintext (None: the default cap).
     """
     if task.kind == SQLITE and task.session is None:
         try:
@@ -377,6 +383,7 @@ def check_task(
                 now,
                 strict=strict,
                 normalize_legacy=normalize_legacy,
+                max_decoded_bytes=max_decoded_bytes,
             )
         )
     start = time.perf_counter()
@@ -387,6 +394,7 @@ def check_task(
             session=task.session,
             now=now,
             normalize_legacy=normalize_legacy,
+            max_decoded_bytes=max_decoded_bytes,
         )
         entry = verify_opened(opened, strict=strict)
     except Exception as exc:  # a verdict on this log; the others are still verified

@@ -194,13 +194,14 @@ def minimize_log(
     session: str | None = None,
     now: int,
     key: FailureKey | None = None,
+    max_decoded_bytes: int | None = None,
 ) -> Minimized | None:
     """Load one stored log and shrink it; None when it does not fail past loading.
 
     `key` defaults to the first problem found (else the first finding). Reads
-    the log; writes nothing.
+    the log; writes nothing. `max_decoded_bytes` caps a Zstandard log's plaintext.
     """
-    opened = open_log(path, kind, session=session, now=now)
+    opened = open_log(path, kind, session=session, now=now, max_decoded_bytes=max_decoded_bytes)
     data = write_jsonl(opened.header, opened.stored)
     result = check_bytes(data, path=path, kind="jsonl", now=now)
     keys = failure_keys(result.detail)

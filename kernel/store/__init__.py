@@ -1,8 +1,9 @@
 """Storage shells over the pure core: JSONL files and SQLite (docs/format/persistence.md).
 
 The only package besides `kernel.cli` that does I/O. Both stores offer the same
-operations (`create`, `append`, `inspect`, `load`, `read_from`, `list`) with the
-same semantics; every decision they act on comes from the pure core.
+operations (`create`, `append`, `inspect`, `load`, `read_from`, `list`, and
+`list_readable`, which lists past a damaged session) with the same semantics;
+every decision they act on comes from the pure core.
 """
 
 from kernel.store.errors import (
@@ -16,7 +17,7 @@ from kernel.store.errors import (
 )
 from kernel.store.jsonl import JsonlStore, inspect_file, is_zstd_log, repair_file
 from kernel.store.paths import encode_segment, project_dir_name, project_key, session_dir_name
-from kernel.store.results import RepairReport, StoredSession
+from kernel.store.results import RepairReport, SessionListing, StoredSession, UnreadableSession
 from kernel.store.sqlite import APPLICATION_ID, USER_VERSION, SqliteStore
 
 __all__ = (
@@ -24,6 +25,8 @@ __all__ = (
     "SqliteStore",
     "StoredSession",
     "RepairReport",
+    "SessionListing",
+    "UnreadableSession",
     "inspect_file",
     "repair_file",
     "is_zstd_log",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
@@ -29,7 +30,7 @@ from kernel.durable import (
     scan_jsonl,
     write_jsonl,
 )
-from kernel.errors import CorruptLog, SeqMismatch, SessionHeaderError
+from kernel.errors import CorruptLog, KernelError, SeqMismatch, SessionHeaderError
 from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
 from kernel.frames import (
     ZSTD_MAGIC,
@@ -61,7 +62,12 @@ from kernel.store.errors import (
 )
 from kernel.store.files import store_path, write_new_file, write_quarantine
 from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, project_dir_name, session_dir_name
-from kernel.store.results import RepairReport, StoredSession
+from kernel.store.results import (
+    RepairReport,
+    SessionListing,
+    StoredSession,
+    UnreadableSession,
+)
 
 __all__ = ("JsonlStore", "inspect_file", "repair_file", "undo_repair", "is_zstd_log")
 
@@ -396,7 +402,10 @@ def repair_file(
 
 
 def undo_repair(
-    quarantine: str | os.PathLike[str], *, known_types: Collection[str] = DEFAULT_KNOWN_TYPES
+    quarantine: str | os.PathLike[str],
+    *,
+    known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+    max_decoded_bytes: int | None = None,
 ) -> Path:
     """Put back the bytes a repair removed: the log is again exactly as it was before it.
 
@@ -405,8 +414,10 @@ def undo_repair(
     has changed since the repair beyond the closers that repair appended, since
     undoing it then would drop later events. The log is truncated to the
     quarantine's offset, the quarantined bytes appended and fsynced, and the
-    quarantine removed. Returns the log's path.
+    quarantine removed. Returns the log's path. `max_decoded_bytes` is
+    `load_jsonl_zstd`'s, for both reads of a Zstandard log.
     """
+    cap = check_max_decoded_bytes(max_decoded_bytes)
     source = Path(quarantine)
     parsed = parse_quarantine_name(source.name)
     if parsed is None:
@@ -422,8 +433,15 @@ def undo_repair(
         current = _read_all(fd)
         original = restored_bytes(current, offset, removed)
         zstd = is_zstd_log(original)
-        before = _load_bytes(original, zstd=zstd, session_id=None, now=0, known_types=known_types)
-        after = _load_bytes(current, zstd=zstd, session_id=None, now=0, known_types=known_types)
+        read = functools.partial(
+            _load_bytes,
+            zstd=zstd,
+            session_id=None,
+            now=0,
+            known_types=known_types,
+            max_decoded_bytes=cap,
+        )
+        before, after = read(original), read(current)
         if after.events != before.events:
             raise CorruptLog(
                 f"{log}: the log holds {len(after.events)} events where its repair left "
@@ -452,6 +470,16 @@ class _Tail:
     path: Path
     size: int
     next_seq: int
+
+
+def _is_log_name(name: str) -> bool:
+    return name.endswith((".jsonl", ".jsonl.zstd"))
+
+
+def _flat_layout(entry: Path) -> StoreLayoutError:
+    return StoreLayoutError(
+        f"{entry}: a log file directly inside a project directory (the obsolete flat layout)"
+    )
 
 
 def _stored_header(record: Any) -> SessionHeader:
@@ -629,7 +657,10 @@ class JsonlStore:
     def _scan_tail(self, session_id: str, path: Path) -> int:
         """The next seq of a stored file; refuses a file that ends in a torn tail."""
         data = _read_inside(self.root, path)
-        scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)
+        if self.zstd:
+            scan = scan_jsonl_zstd(data, max_decoded_bytes=self.max_decoded_bytes)
+        else:
+            scan = scan_jsonl(data)
         if scan.header.get("id") != session_id:
             raise CorruptLog(f"{path}: the header names session {scan.header.get('id')!r}")
         if scan.torn:
@@ -767,7 +798,7 @@ class JsonlStore:
         (the obsolete flat layout) or one id under two project directories;
         `CorruptLog` (naming the file) for a header that is damaged or does not
         map to its path; `UnsupportedFormat` for a foreign format version. To
-        list past a damaged session, read each session file with `read_header`.
+        list past a damaged session, use `list_readable()`.
         """
         if not self.root.is_dir():
             return ()
@@ -775,19 +806,11 @@ class JsonlStore:
         for project in sorted(p for p in self.root.iterdir() if p.is_dir()):
             for entry in sorted(project.iterdir()):
                 if not entry.is_dir():
-                    if entry.name.endswith((".jsonl", ".jsonl.zstd")):
-                        raise StoreLayoutError(
-                            f"{entry}: a log file directly inside a project directory "
-                            "(the obsolete flat layout)"
-                        )
+                    if _is_log_name(entry.name):
+                        raise _flat_layout(entry)
                     continue
-                if (entry / self._other_name).exists():
-                    raise StoreLayoutError(
-                        f"{entry / self._other_name}: this root is configured for "
-                        f"{self._name} files (one encoding per root)"
-                    )
-                path = entry / self._name
-                if not path.is_file():
+                path = self._session_file(entry)
+                if path is None:
                     continue
                 header = self._checked_header(path)
                 if header.id in found:
@@ -797,6 +820,74 @@ class JsonlStore:
                 found[header.id] = (path, header)
         return tuple(found[k][1] for k in sorted(found))
 
+    def list_readable(self) -> SessionListing:
+        """Every header `list()` would return, going past the sessions it cannot read.
+
+        Reads what `list()` reads, each session file's first line (or first
+        frame), and the same rules make a session unreadable; each such session
+        is one `UnreadableSession` instead of the error, named by its path below
+        the root, and the walk goes on. A project directory that is a symbolic
+        link or cannot be listed is one entry (its sessions are unknown), and an
+        id stored under two project directories is one entry per place. Nothing
+        is opened through a link below the root, and nothing is written.
+        """
+        if not self.root.is_dir():
+            return SessionListing(())
+        places: dict[str, list[tuple[str, Path, SessionHeader]]] = {}
+        unreadable: list[UnreadableSession] = []
+        for project in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            try:
+                if project.is_symlink():
+                    raise StoreLayoutError(
+                        f"{project}: a symbolic link inside the store; "
+                        "a store follows no link below its root"
+                    )
+                entries = sorted(project.iterdir())
+            except (StoreLayoutError, OSError) as exc:
+                unreadable.append(UnreadableSession(project.name, exc))
+                continue
+            for entry in entries:
+                location = f"{project.name}/{entry.name}"
+                try:
+                    if not entry.is_dir():
+                        if _is_log_name(entry.name):
+                            raise _flat_layout(entry)
+                        continue
+                    path = self._session_file(entry)
+                    if path is None:
+                        continue
+                    header = self._checked_header(path)
+                except (KernelError, OSError) as exc:
+                    unreadable.append(UnreadableSession(location, exc))
+                    continue
+                places.setdefault(header.id, []).append((location, path, header))
+        headers = []
+        for session_id in sorted(places):
+            found = places[session_id]
+            if len(found) == 1:
+                headers.append(found[0][2])
+                continue
+            twice = StoreLayoutError(
+                f"session {session_id!r} is stored under {len(found)} project directories: "
+                + ", ".join(str(path) for _, path, _ in found)
+            )
+            unreadable.extend(UnreadableSession(location, twice) for location, _, _ in found)
+        unreadable.sort(key=lambda item: item.location)
+        return SessionListing(tuple(headers), tuple(unreadable))
+
+    def _session_file(self, directory: Path) -> Path | None:
+        """The session file of a session directory, or None when it holds none.
+
+        A file of the other encoding is `StoreLayoutError`: a root holds one.
+        """
+        if (directory / self._other_name).exists():
+            raise StoreLayoutError(
+                f"{directory / self._other_name}: this root is configured for "
+                f"{self._name} files (one encoding per root)"
+            )
+        path = directory / self._name
+        return path if path.is_file() else None
+
     def read_header(self, path: str | os.PathLike[str]) -> SessionHeader:
         """The stored header of one session file of this store, checked against its place.
 
@@ -804,8 +895,7 @@ class JsonlStore:
         `<root>/<project dir>/<session dir>/session.jsonl` (`session.jsonl.zstd`
         for a Zstandard store). Only its first line (or first frame) is read,
         through no symbolic link below the root, and nothing is written. This is
-        what `list()` reads of each session, one file at a time, so a caller can
-        report a damaged session and go on to the next. Raises
+        what `list()` and `list_readable()` read of each session. Raises
         `StoreLayoutError` for a path that is not a session file's place in this
         store or is reached through a link, `CorruptLog` (naming the file) for a
         damaged header or one whose `id` and `cwd` belong elsewhere (§2.2), and
@@ -840,6 +930,7 @@ class JsonlStore:
         and bytes read linear in it.
         """
         buffer = bytearray()
+        cap = self.max_decoded_bytes
         with os.fdopen(_open_inside(self.root, path, os.O_RDONLY), "rb") as f:
             while True:
                 searched = len(buffer)
@@ -848,7 +939,7 @@ class JsonlStore:
                 if self.zstd:
                     end = frame_end(bytes(buffer), 0) if buffer else None
                     if end is not None:
-                        scan = scan_jsonl_zstd(bytes(buffer[:end]))
+                        scan = scan_jsonl_zstd(bytes(buffer[:end]), max_decoded_bytes=cap)
                         break
                 else:
                     newline = buffer.find(b"\n", searched)
@@ -857,7 +948,10 @@ class JsonlStore:
                         break
                 if not chunk:
                     data = bytes(buffer)
-                    scan = scan_jsonl_zstd(data) if self.zstd else scan_jsonl(data)
+                    if self.zstd:
+                        scan = scan_jsonl_zstd(data, max_decoded_bytes=cap)
+                    else:
+                        scan = scan_jsonl(data)
                     break
         return _stored_header(scan.header)
 

@@ -1,7 +1,7 @@
-"""What the stores hand back: a stored session's balanced view and a repair report.
+"""What the stores hand back: a stored session's balanced view, a repair report, a listing.
 
-Both stores (JSONL files and SQLite) return the same two records, so a caller
-can switch layouts without changing how it reads a load or a repair.
+Both stores (JSONL files and SQLite) return the same records, so a caller can
+switch layouts without changing how it reads a load, a repair or a listing.
 """
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 import attrs
 from pyrsistent import PMap, pmap
 
+from kernel.errors import KernelError
 from kernel.events import Event, SessionHeader
 from kernel.quarantine import TailRecord
 
-__all__ = ("RepairReport", "StoredSession")
+__all__ = ("RepairReport", "StoredSession", "SessionListing", "UnreadableSession")
 
 
 @attrs.frozen
@@ -70,3 +71,29 @@ class StoredSession:
     events: tuple[Event, ...]
     repair: RepairReport
     normalized: PMap[str, int] = attrs.field(factory=pmap)
+
+
+@attrs.frozen
+class UnreadableSession:
+    """A stored session that a listing could not read, and the error reading it raised.
+
+    `location` names it without the store's own path: in a SQLite store the
+    session id; in a JSONL store the path below the root, `<project dir>/<session
+    dir>` (or the project directory, or a log file directly inside it, when the
+    damage is there). `error` is what `list()` would raise for it: a
+    `KernelError`, or the `OSError` of a file or directory that cannot be read.
+    """
+
+    location: str
+    error: KernelError | OSError
+
+
+@attrs.frozen
+class SessionListing:
+    """What `list_readable()` found: the headers it read, and the sessions it could not read.
+
+    `headers` are sorted by id, as `list()` returns them; `unreadable` by location.
+    """
+
+    headers: tuple[SessionHeader, ...]
+    unreadable: tuple[UnreadableSession, ...] = ()

@@ -70,7 +70,12 @@ from kernel.store.errors import (
     StoreError,
 )
 from kernel.store.files import fsync_dir, store_path, write_quarantine
-from kernel.store.results import RepairReport, StoredSession
+from kernel.store.results import (
+    RepairReport,
+    SessionListing,
+    StoredSession,
+    UnreadableSession,
+)
 
 __all__ = ("APPLICATION_ID", "USER_VERSION", "SCHEMA", "SqliteStore")
 
@@ -868,7 +873,7 @@ class SqliteStore:
         session whose stored header cannot be read, with the error loading it
         would raise, naming the session: `CorruptLog` for a damaged header,
         `UnsupportedFormat` for a foreign format version. To list past a
-        damaged session, take `session_ids()` and read each session on its own.
+        damaged session, use `list_readable()`.
         """
         with self._transaction(immediate=False) as conn:
             self._check_schema()
@@ -876,6 +881,38 @@ class SqliteStore:
                 f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY id"
             ).fetchall()
         return tuple(_header_of(s) for s in sessions)
+
+    def list_readable(self) -> SessionListing:
+        """Every header `list()` would return, going past the sessions it cannot read.
+
+        Reads the `sessions` rows only, as `list()` does, never an event row: a
+        session whose header `list()` would fail on is one `UnreadableSession`
+        named by its id, with that error, and the others are listed. A session
+        whose event rows are damaged is listed; its `inspect` or `load` names the
+        damage. An id whose TEXT is not UTF-8 is named by its bytes, each byte
+        that is not UTF-8 as a lone surrogate (`surrogateescape`), with a
+        `CorruptLog`.
+        """
+        with self._transaction(immediate=False) as conn:
+            self._check_schema()
+            sessions = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY id"
+            ).fetchall()
+        headers: list[SessionHeader] = []
+        unreadable: list[UnreadableSession] = []
+        for row in sessions:
+            session_id = row[0]
+            if type(session_id) is UndecodableText:
+                name = session_id.raw.decode("utf-8", "surrogateescape")
+                damage = CorruptLog(f"{self.path}: a stored session id is not UTF-8 TEXT")
+                unreadable.append(UnreadableSession(name, damage))
+                continue
+            try:
+                headers.append(_header_of(row))
+            except KernelError as exc:
+                unreadable.append(UnreadableSession(session_id, exc))
+        unreadable.sort(key=lambda item: item.location)
+        return SessionListing(tuple(headers), tuple(unreadable))
 
     def session_ids(self) -> tuple[str, ...]:
         """The ids of the materialized sessions, in `list()`'s order, decoding no header.
