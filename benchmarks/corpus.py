@@ -31,12 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realistic import realistic_log
 
 from kernel.cli.sources import discover
-from kernel.codec import event_from_json
 from kernel.corpus import Dask, Executor, InProcess, ProcessPool, verify_tasks
-from kernel.durable import write_jsonl
-from kernel.events import Event
-from kernel.frames import write_jsonl_zstd
+from kernel.storage.jsonl import write_jsonl
+from kernel.storage.zstd import write_jsonl_zstd
 from kernel.store.sqlite import SqliteStore
+from kernel.values.events import Event
+from kernel.wire.codec import event_from_json
 
 __all__ = ("KINDS", "generate_corpus", "session_header", "main")
 

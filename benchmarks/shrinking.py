@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.reporting import with_reporter
 
-from kernel import invariants as kernel_invariants
-from kernel.events import TOOL_RESULT
+from kernel.folds import invariants as kernel_invariants
+from kernel.values.events import TOOL_RESULT
 from properties import laws
 from properties import strategies as gen
 from properties.laws import _repair as repair_laws

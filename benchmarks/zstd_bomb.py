@@ -37,8 +37,8 @@ from logs import adversarial_log, compaction_heavy_log
 from realistic import realistic_log
 
 from kernel import LimitExceeded, SessionHeader, event_from_json, write_jsonl, write_jsonl_zstd
-from kernel.durable import encode_records, header_line
-from kernel.frames import default_max_decoded_bytes, encode_zstd_frame, load_jsonl_zstd
+from kernel.storage.jsonl import encode_records, header_line
+from kernel.storage.zstd import default_max_decoded_bytes, encode_zstd_frame, load_jsonl_zstd
 
 MIB = 1 << 20
 HEADER = SessionHeader(id="bomb", created_at=0)

@@ -43,8 +43,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lean import status_bytes
 
 from kernel import KernelError, SessionHeader
-from kernel.durable import header_line
-from kernel.frames import ZSTD_MAGIC, encode_zstd_frame, frame_end, load_jsonl_zstd, scan_jsonl_zstd
+from kernel.storage.jsonl import header_line
+from kernel.storage.zstd import (
+    ZSTD_MAGIC,
+    encode_zstd_frame,
+    frame_end,
+    load_jsonl_zstd,
+    scan_jsonl_zstd,
+)
 
 MIB = 1 << 20
 MAGIC = ZSTD_MAGIC.to_bytes(4, "little")

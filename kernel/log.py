@@ -16,17 +16,8 @@ import attrs
 from pyrsistent import PVector, pvector
 
 from kernel.admission.admit import admit_wire_event, admitted_as_it_is, check_loadable
+from kernel.admission.envelope import check_surface_marker
 from kernel.admission.payloads import check_legacy_reason, check_legacy_type, check_payload
-from kernel.codec import (
-    event_to_wire,
-    header_from_json,
-    header_to_json,
-    interned_order,
-    iter_events,
-    parse_source_seqs,
-    parse_surface_op,
-    row_tag_message,
-)
 from kernel.errors import (
     InvalidEnvelope,
     KernelError,
@@ -35,7 +26,10 @@ from kernel.errors import (
     SurfaceError,
     SurfaceMarkerError,
 )
-from kernel.events import (
+from kernel.folds.messages import MessageHistory, history_of, step_messages
+from kernel.folds.request_header import step_request_header
+from kernel.folds.surface import SurfaceState, is_plain_append
+from kernel.values.events import (
     APPEND,
     ASSISTANT_MESSAGE,
     DEFAULT_KNOWN_TYPES,
@@ -48,8 +42,7 @@ from kernel.events import (
     SessionHeader,
     known_type_set,
 )
-from kernel.header import step_request_header
-from kernel.json import (
+from kernel.values.json import (
     FrozenArray,
     FrozenObject,
     admit_json,
@@ -58,8 +51,16 @@ from kernel.json import (
     summary,
     view,
 )
-from kernel.messages import MessageHistory, history_of, step_messages
-from kernel.surface import SurfaceState, check_surface_marker, is_plain_append
+from kernel.wire.codec import (
+    event_to_wire,
+    header_from_json,
+    header_to_json,
+    interned_order,
+    iter_events,
+    parse_source_seqs,
+    parse_surface_op,
+    row_tag_message,
+)
 
 __all__ = ("SessionLog",)
 

@@ -23,8 +23,8 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from kernel.codec import event_from_json
-from kernel.events import Event
+from kernel.values.events import Event
+from kernel.wire.codec import event_from_json
 from properties import _shapes as shapes
 from properties._json_values import array_index_objects, json_strings, json_values
 from properties._model import (

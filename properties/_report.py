@@ -11,9 +11,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
-from kernel.codec import event_to_json
-from kernel.events import Event
-from kernel.json import thaw
+from kernel.values.events import Event
+from kernel.values.json import thaw
+from kernel.wire.codec import event_to_json
 
 __all__ = ("LawViolation", "violated", "format_log", "format_value", "check", "pretty_as_repr")
 

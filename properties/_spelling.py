@@ -2,7 +2,7 @@
 
 The byte-exact writer law (P43a) compares the kernel's `write_jsonl` with this
 module, written straight from docs/format/persistence.md §2.4 and sharing no code with
-`kernel.jsontext`. Slow and recursive on purpose: it is an oracle, not a codec.
+`kernel.wire.jsontext`. Slow and recursive on purpose: it is an oracle, not a codec.
 Internal to the kit.
 """
 

@@ -20,12 +20,12 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.codec import event_to_json
-from kernel.durable import encode_records, load_jsonl, scan_jsonl, write_jsonl
 from kernel.errors import KernelError
-from kernel.events import Event
-from kernel.frames import frame_end, load_jsonl_zstd, write_jsonl_zstd
-from kernel.repair import interrupted_turn_closers
+from kernel.folds.closers import interrupted_turn_closers
+from kernel.storage.jsonl import encode_records, load_jsonl, scan_jsonl, write_jsonl
+from kernel.storage.zstd import frame_end, load_jsonl_zstd, write_jsonl_zstd
+from kernel.values.events import Event
+from kernel.wire.codec import event_to_json
 from properties._loop import (
     LOOP_SHAPES,
     CallSpec,

@@ -18,15 +18,15 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kernel.codec import event_to_json
-from kernel.durable import load_jsonl, write_jsonl
-from kernel.header import HeaderWriterState, fold_request_header, header_event
-from kernel.invariants import check_invariants
-from kernel.json import json_equal, thaw
+from kernel.folds.closers import interrupted_turn_closers
+from kernel.folds.invariants import check_invariants
+from kernel.folds.messages import derive_messages
+from kernel.folds.request_header import HeaderWriterState, fold_request_header, header_event
+from kernel.folds.surface import fold_surface
 from kernel.log import SessionLog
-from kernel.messages import derive_messages
-from kernel.repair import interrupted_turn_closers
-from kernel.surface import fold_surface
+from kernel.storage.jsonl import load_jsonl, write_jsonl
+from kernel.values.json import json_equal, thaw
+from kernel.wire.codec import event_to_json
 from properties import _shapes as shapes
 from properties._loop import HEADER_POOL, plain_text
 from properties._model import messages_of, pairing_cuts, surface_of

@@ -14,9 +14,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kernel.codec import event_from_json
-from kernel.events import APPEND, TURN_END, TURN_START, USER_MESSAGE, Event
 from kernel.log import SessionLog
+from kernel.values.events import APPEND, TURN_END, TURN_START, USER_MESSAGE, Event
+from kernel.wire.codec import event_from_json
 from properties import _shapes as shapes
 from properties._batches import chunk_batches, chunk_rows
 from properties._headers import request_headers

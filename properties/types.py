@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from hypothesis import strategies as st
 
 if TYPE_CHECKING:
-    from kernel.events import Event, SessionHeader
     from kernel.log import SessionLog
+    from kernel.values.events import Event, SessionHeader
 
 __all__ = (
     "WireEvent",
@@ -49,7 +49,7 @@ class WireEvent(TypedDict, total=False):
 
 
 def _headers() -> st.SearchStrategy[SessionHeader]:
-    from kernel.codec import header_from_json
+    from kernel.wire.codec import header_from_json
     from properties._loop import session_headers
 
     ids = st.sampled_from(["sess-1", "s", "2026-12-01T05-00-00-abc"])
@@ -77,7 +77,7 @@ def session_logs(**kwargs: Any) -> st.SearchStrategy[SessionLog]:
 
 
 def _print_log(log: SessionLog, p: Any, cycle: bool) -> None:
-    from kernel.codec import header_to_json
+    from kernel.wire.codec import header_to_json
     from properties._report import format_log, format_value
 
     header = "no header" if log.header is None else format_value(header_to_json(log.header))
@@ -98,13 +98,13 @@ def register_printers() -> None:
     except ImportError:  # pragma: no cover - depends on the Hypothesis version
         return
     for_type_by_name("kernel.log", "SessionLog", _print_log)
-    for_type_by_name("kernel.events", "Event", _print_event)
+    for_type_by_name("kernel.values.events", "Event", _print_event)
 
 
 def register_type_strategies() -> None:
     """Register the strategies `st.from_type` uses for the kernel's types (idempotent)."""
-    from kernel.events import Event, SessionHeader
     from kernel.log import SessionLog
+    from kernel.values.events import Event, SessionHeader
 
     def events() -> st.SearchStrategy[Any]:
         from properties.strategies import single_kernel_events

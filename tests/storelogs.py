@@ -13,7 +13,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from kernel.events import APPEND, Event
+from kernel.values.events import APPEND, Event
 
 __all__ = (
     "STORE_HEADER",

@@ -46,10 +46,10 @@ from kernel import (
     SurfaceMarkerError,
     UnsupportedFormat,
 )
-from kernel.codec import check_event
-from kernel.json import json_equal
-from kernel.pairing import is_safe_compaction_range
+from kernel.folds.pairing import is_safe_compaction_range
 from kernel.store.sqlite import SqliteStore
+from kernel.values.json import json_equal
+from kernel.wire.codec import check_event
 
 HEADER = {"version": 0, "id": "s", "createdAt": 1}
 HEADER_LINE = b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}\n'

@@ -64,7 +64,10 @@ KNOWN_LANGUAGES = frozenset({*PYTHON, *SHELL, "json", "text", ""})
 """Every fence language the pages may use; a new one must be classified here first."""
 
 NOT_RUN: tuple[tuple[str, str], ...] = (
-    ("docs/architecture.md", "an excerpt of kernel/header.py, which runs in the suite"),
+    (
+        "docs/architecture.md",
+        "an excerpt of kernel/folds/request_header.py, which runs in the suite",
+    ),
     ("docs/guide.md", "reads sessions.parquet, the report the verify command above writes"),
 )
 """`(page, reason)` of every block marked `<!-- not run: REASON -->`, in page order."""
@@ -513,7 +516,9 @@ def test_the_commands_that_read_the_examples_run_and_exit_0(
 
 def test_the_modules_with_docstring_examples_are_found() -> None:
     found = docstring_modules()
-    assert {"kernel.json", "kernel.header", "properties.exhaustive"} <= set(found)
+    assert {"kernel.values.json", "kernel.folds.request_header", "properties.exhaustive"} <= set(
+        found
+    )
     assert len(found) >= 25
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kernel import APPEND, Replace, SessionLog, event_from_json, event_to_json, freeze, thaw
 from kernel.errors import KernelError
-from kernel.json import MAX_SAFE_INTEGER, json_equal
+from kernel.values.json import MAX_SAFE_INTEGER, json_equal
 
 SAFE_INTS = st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False).filter(

@@ -2,9 +2,9 @@
 
 The pure core is every module under kernel/ outside the I/O shells, which are
 kernel/store/ (files and SQLite), kernel/cli/ (the command) and kernel/corpus/
-(corpus runs). No other module is an exception today: kernel/durable.py and
-kernel/frames.py take and return bytes,
-kernel/rows.py builds SQLite rows as values, and kernel/pathtext.py decides H7
+(corpus runs). No other module is an exception today: kernel/storage/jsonl.py and
+kernel/storage/zstd.py take and return bytes,
+kernel/storage/sqlite_rows.py builds SQLite rows as values, and kernel/values/pathtext.py decides H7
 from the text alone. docs/architecture.md lists the same split. The check reads
 each file with `ast`, so it holds without importing anything.
 """
@@ -106,7 +106,7 @@ def impurities(path: Path, root: Path) -> list[str]:
 
 def test_the_pure_core_has_the_modules_it_should() -> None:
     names = {p.relative_to(ROOT).as_posix() for p in pure_core_modules(ROOT)}
-    assert {"kernel/codec.py", "kernel/pathtext.py", "kernel/durable.py"} <= names
+    assert {"kernel/wire/codec.py", "kernel/values/pathtext.py", "kernel/storage/jsonl.py"} <= names
     assert {"kernel/admission/admit.py", "kernel/projections/acp.py"} <= names
     assert not any(name.startswith(SHELLS) for name in names)
 
@@ -146,7 +146,7 @@ def test_the_purity_check_accepts_pure_imports(tmp_path: Path) -> None:
     module = tmp_path / "kernel" / "good.py"
     module.parent.mkdir()
     module.write_text(
-        "import math, re\nfrom kernel.json import freeze\nfrom kernel import events\n",
+        "import math, re\nfrom kernel.values.json import freeze\nfrom kernel import events\n",
         encoding="utf-8",
     )
     assert impurities(module, tmp_path) == []

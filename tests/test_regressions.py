@@ -5,11 +5,11 @@ Each test names the law that found it; it fails until the kernel is fixed.
 
 from pathlib import Path
 
-from kernel.durable import load_jsonl, write_jsonl
-from kernel.json import json_equal
-from kernel.jsontext import encode_json_bytes, parse_json
 from kernel.log import SessionLog
+from kernel.storage.jsonl import load_jsonl, write_jsonl
 from kernel.store.sqlite import SqliteStore
+from kernel.values.json import json_equal
+from kernel.wire.jsontext import encode_json_bytes, parse_json
 
 
 def test_p8_integral_double_beyond_safe_range_survives_the_kernel_text_round_trip() -> None:

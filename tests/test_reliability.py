@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.durable import load_jsonl, write_jsonl
-from kernel.events import APPEND, Event
-from kernel.json import freeze, summary
-from kernel.jsontext import parse_json, read_json_text
 from kernel.log import SessionLog
+from kernel.storage.jsonl import load_jsonl, write_jsonl
 from kernel.store.jsonl import JsonlStore
 from kernel.store.sqlite import SqliteStore
+from kernel.values.events import APPEND, Event
+from kernel.values.json import freeze, summary
+from kernel.wire.jsontext import parse_json, read_json_text
 
 HEADER = {"version": 0, "id": "s", "createdAt": 1}
 
@@ -152,7 +152,7 @@ def _as_js_int(token: str) -> int | float:
 def test_thawing_a_cyclic_plain_value_is_refused_not_a_loop() -> None:
     # Found by the API audit: thaw's explicit stack followed a cycle forever.
     from kernel.errors import NotLosslessJson
-    from kernel.json import thaw
+    from kernel.values.json import thaw
 
     loop: dict[str, Any] = {"a": [1]}
     loop["a"].append(loop)

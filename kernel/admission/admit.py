@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kernel.admission.envelope import check_envelope, parse_surface_op
+from kernel.admission.envelope import check_envelope, check_surface_marker, parse_surface_op
 from kernel.admission.payloads import (
     _nonempty_str,
     check_legacy_reason,
     check_legacy_type,
     check_payload,
 )
-from kernel.codec import EVENT_DATA_TYPES
+from kernel.admission.provenance import PRESENT_NULL
 from kernel.errors import (
     InvalidEnvelope,
     KernelError,
@@ -25,7 +25,7 @@ from kernel.errors import (
     SeqMismatch,
     UnknownEventType,
 )
-from kernel.events import (
+from kernel.values.events import (
     APPEND,
     ASSISTANT_MESSAGE,
     LEGACY_TYPES,
@@ -35,7 +35,7 @@ from kernel.events import (
     Event,
     Replace,
 )
-from kernel.json import (
+from kernel.values.json import (
     MAX_SAFE_INTEGER,
     FrozenArray,
     FrozenObject,
@@ -45,7 +45,7 @@ from kernel.json import (
     raw,
     summary,
 )
-from kernel.surface import PRESENT_NULL, check_surface_marker
+from kernel.wire.codec import EVENT_DATA_TYPES
 
 __all__ = (
     "check_loadable",

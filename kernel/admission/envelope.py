@@ -1,4 +1,4 @@
-"""The envelope rules (docs/format/admission.md §4): R2, and the `surfaceOp` shape of R5/R6.
+"""The envelope rules (docs/format/admission.md §4): R2, and R5/R6 (which types carry what).
 
 Shared by every path that admits a wire event: `event_from_json`, seed and
 restore (`kernel.admission.admit`), and the exact load pipeline.
@@ -13,12 +13,13 @@ from kernel.errors import (
     InvalidEnvelope,
     SurfaceMarkerError,
 )
-from kernel.events import (
+from kernel.values.events import (
     APPEND,
     ROW_TAGS,
+    SURFACE_TYPES,
     Replace,
 )
-from kernel.json import (
+from kernel.values.json import (
     MAX_SAFE_INTEGER,
     safe_int,
     summary,
@@ -29,6 +30,7 @@ __all__ = (
     "row_tag_message",
     "check_envelope",
     "parse_surface_op",
+    "check_surface_marker",
 )
 
 ENVELOPE_KEYS = frozenset(
@@ -96,3 +98,22 @@ def parse_surface_op(value: Any, where: str) -> Any:
     if start is None or end is None or start < 0 or end < 0:
         raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(value)} (R6)")
     return Replace(start, end)
+
+
+def check_surface_marker(
+    event_type: str, op_present: bool, sources_present: bool, where: str
+) -> None:
+    """R5 presence rules: only surface types carry surface metadata, and they must carry an op."""
+    if event_type in SURFACE_TYPES:
+        if not op_present:
+            raise SurfaceMarkerError(
+                f"{where}: {event_type} is surface-eligible and requires a surfaceOp (R5)"
+            )
+    elif op_present:
+        raise SurfaceMarkerError(
+            f"{where}: {event_type} is not surface-eligible, cannot carry surfaceOp (R5)"
+        )
+    elif sources_present:
+        raise SurfaceMarkerError(
+            f"{where}: {event_type} is not surface-eligible, cannot carry sourceEventSeqs (R5)"
+        )

@@ -12,18 +12,18 @@ from kernel.errors import (
     SessionHeaderError,
     UnsupportedFormat,
 )
-from kernel.events import (
+from kernel.values.events import (
     SessionHeader,
 )
-from kernel.json import (
+from kernel.values.json import (
     FrozenObject,
     admit_json,
     is_number,
     safe_int,
     summary,
 )
-from kernel.jsontext import encode_json_bytes, format_number
-from kernel.pathtext import is_absolute_path
+from kernel.values.pathtext import is_absolute_path
+from kernel.wire.jsontext import encode_json_bytes, format_number
 
 __all__ = ("admit_header",)
 

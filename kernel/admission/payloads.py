@@ -1,6 +1,6 @@
 """The payload rules (docs/format/admission.md §4): R3, R10, R11 and R12.
 
-Checks read the plain containers behind frozen values (`kernel.json.raw`) so
+Checks read the plain containers behind frozen values (`kernel.values.json.raw`) so
 admitting a restored event costs a few dict look-ups, never a walk of its data.
 """
 
@@ -15,7 +15,7 @@ from kernel.errors import (
     MessageShapeError,
     RequestHeaderShapeError,
 )
-from kernel.events import (
+from kernel.values.events import (
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     REQUEST_CONTEXT,
@@ -28,7 +28,7 @@ from kernel.events import (
     TURN_START,
     USER_MESSAGE,
 )
-from kernel.json import (
+from kernel.values.json import (
     MAX_SAFE_INTEGER,
     is_number,
     raw,

@@ -1,18 +1,21 @@
-"""R7a and R7c: the elements of `sourceEventSeqs`, and their ranged spelling in stored records.
+"""R7: `sourceEventSeqs`, its elements, its ranged spelling in stored records, what it must cite.
 
-The one parse of a citation list (docs/format/admission.md §4, R7; the ranged
-spelling of docs/format/persistence.md §2.5). The rules that need the log's
-surface (R7b, R7d-f) run in the surface fold (`kernel.surface`).
+The one parse of a citation list and every R7 check (docs/format/admission.md §4;
+the ranged spelling of docs/format/persistence.md §2.5). The surface fold
+(`kernel.folds.surface`) passes the nodes a replacement shadows, for R7f.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from operator import lt
+from typing import Any, Final
 
 from kernel.errors import (
     ProvenanceError,
 )
-from kernel.json import (
+from kernel.values.events import ASSISTANT_MESSAGE
+from kernel.values.json import (
     MAX_SAFE_INTEGER,
     FrozenArray,
     raw,
@@ -21,10 +24,17 @@ from kernel.json import (
 )
 
 __all__ = (
+    "PRESENT_NULL",
     "parse_source_seqs",
+    "check_cited_tuple",
+    "cites_earlier_in_order",
+    "check_citations",
     "has_ranges",
     "expand_ranges",
 )
+
+PRESENT_NULL: Final = object()
+"""Stands for a wire `sourceEventSeqs` key that is present with the value null."""
 
 
 def parse_source_seqs(value: Any, where: str) -> tuple[int, ...]:
@@ -101,3 +111,74 @@ def expand_ranges(cited: list[Any], seq: Any) -> list[int] | str:
         out.extend(range(start, end + 1))
         last = end
     return out
+
+
+def check_cited_tuple(sources: Any, where: str, seq: int | None = None) -> None:
+    """R7a and R7c of an `Event` citation field: None, or a tuple of non-negative safe ints."""
+    if sources is None:
+        return
+    if type(sources) is not tuple:
+        raise ProvenanceError(f"{where}: source_event_seqs must be a tuple (R7a)", seq=seq)
+    for source in sources:
+        if type(source) is not int or not 0 <= source <= MAX_SAFE_INTEGER:
+            raise ProvenanceError(
+                f"{where}: source_event_seqs element {summary(source)} is not a "
+                "non-negative safe integer (R7c)",
+                seq=seq,
+            )
+
+
+def cites_earlier_in_order(seq: int, sources: Any) -> bool:
+    """Whether `sources` is a non-empty tuple of seqs before `seq`, increasing (so none
+    twice): R7a-e hold for it, without the general check."""
+    return (
+        type(sources) is tuple
+        and bool(sources)
+        and sources[-1] < seq
+        and (len(sources) == 1 or all(map(lt, sources, sources[1:])))
+    )
+
+
+def check_citations(
+    event_type: str, seq: int, sources: Any, shadowed: Sequence[int], where: str
+) -> None:
+    """R7a-f of a surface event citing `sources` (a tuple, a wire array, None or
+    `PRESENT_NULL`), `shadowed` the nodes its replacement shadows (empty for an append)."""
+    if cites_earlier_in_order(seq, sources) and (
+        not shadowed
+        or (shadowed[0] in sources if len(shadowed) == 1 else set(sources).issuperset(shadowed))
+    ):
+        return  # the common citations, covering every shadowed node
+    if sources is None:
+        if shadowed:
+            raise ProvenanceError(
+                f"{where}: sourceEventSeqs must include every shadowed node; "
+                f"missing {list(shadowed)} (R7f)",
+                seq=seq,
+            )
+        return
+    if sources is PRESENT_NULL:
+        raise ProvenanceError(f"{where}: sourceEventSeqs must be an array (R7a)", seq=seq)
+    cited = sources if type(sources) is tuple else parse_source_seqs(sources, where)
+    if not cited and event_type != ASSISTANT_MESSAGE:
+        raise ProvenanceError(
+            f"{where}: sourceEventSeqs must not be empty except on assistant/message (R7b)",
+            seq=seq,
+        )
+    cited_set = set(cited)
+    if len(cited_set) != len(cited):
+        raise ProvenanceError(
+            f"{where}: sourceEventSeqs must not contain duplicates (R7d)", seq=seq
+        )
+    if cited and max(cited) >= seq:
+        later = next(s for s in cited if s >= seq)
+        raise ProvenanceError(
+            f"{where}: sourceEventSeqs must reference earlier events; {later} >= {seq} (R7e)",
+            seq=seq,
+        )
+    missing = [s for s in shadowed if s not in cited_set]
+    if missing:
+        raise ProvenanceError(
+            f"{where}: sourceEventSeqs must include every shadowed node; missing {missing} (R7f)",
+            seq=seq,
+        )

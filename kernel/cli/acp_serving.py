@@ -44,13 +44,13 @@ from kernel.cli.acp_stdio import MAX_LINE_BYTES, LineTransport
 from kernel.cli.sources import SQLITE, describe_os_error, kind_of, open_log
 from kernel.cli.sqlite import sqlite_listing
 from kernel.errors import KernelError
-from kernel.events import Event, SessionHeader
-from kernel.json import summary
 from kernel.projections import acp_updates
 from kernel.store.errors import SessionNotFound
 from kernel.store.jsonl import JsonlStore
 from kernel.store.paths import ZSTD_NAME
 from kernel.store.results import SessionListing
+from kernel.values.events import Event, SessionHeader
+from kernel.values.json import summary
 
 __all__ = (
     "READ_ONLY",

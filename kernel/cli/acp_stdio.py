@@ -23,7 +23,7 @@ from typing import Any, Final
 import attrs
 
 from kernel.errors import KernelError
-from kernel.jsontext import encode_json_bytes
+from kernel.wire.jsontext import encode_json_bytes
 
 __all__ = (
     "PARSE_ERROR",

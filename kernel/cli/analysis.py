@@ -12,14 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from kernel.errors import KernelError
-from kernel.events import STEP_START, TURN_END, TURN_START, Event
-from kernel.header import fold_request_header
-from kernel.invariants import check_invariants
+from kernel.folds.closers import interrupted_turn_closers
+from kernel.folds.invariants import check_invariants
+from kernel.folds.messages import project_message
+from kernel.folds.pairing import tool_pairing_cuts
+from kernel.folds.request_header import fold_request_header
+from kernel.folds.surface import fold_surface
 from kernel.log import SessionLog
-from kernel.messages import project_message
-from kernel.pairing import tool_pairing_cuts
-from kernel.repair import interrupted_turn_closers
-from kernel.surface import fold_surface
+from kernel.values.events import STEP_START, TURN_END, TURN_START, Event
 
 __all__ = (
     "PREVIEW_CHARS",

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kernel.json import FrozenArray, FrozenObject, raw, thaw
-from kernel.jsontext import encode_json_bytes
+from kernel.values.json import FrozenArray, FrozenObject, raw, thaw
+from kernel.wire.jsontext import encode_json_bytes
 
 __all__ = (
     "printable",

@@ -23,8 +23,7 @@ from kernel.cli.output import key_values, print_json, printable_doc, stdout_cons
 from kernel.cli.sources import SQLITE, open_log, tail_records_json
 from kernel.cli.sqlite import repair_sqlite
 from kernel.corpus.check import unanswered_call_findings
-from kernel.events import Event
-from kernel.quarantine import (
+from kernel.storage.quarantine import (
     decode_row_quarantine,
     describe_tail_records,
     parse_quarantine_name,
@@ -32,6 +31,7 @@ from kernel.quarantine import (
 from kernel.store.jsonl import repair_file, undo_repair
 from kernel.store.results import RepairReport
 from kernel.store.sqlite import SqliteStore
+from kernel.values.events import Event
 
 __all__ = ("repair_document", "run_repair", "run_undo", "render")
 

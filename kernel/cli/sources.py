@@ -20,20 +20,20 @@ from typing import Any, Final
 import attrs
 
 from kernel.cli.sqlite import inspect_sqlite, sqlite_listing, sqlite_sessions
-from kernel.codec import header_to_json
-from kernel.durable import Loaded, load_jsonl
 from kernel.errors import KernelError
-from kernel.events import Event, SessionHeader
-from kernel.frames import ZSTD_MAGIC, load_jsonl_zstd
-from kernel.quarantine import (
+from kernel.storage.jsonl import Loaded, load_jsonl
+from kernel.storage.quarantine import (
     TailRecord,
     describe_tail_records,
     parse_quarantine_name,
     records_in_tail,
 )
+from kernel.storage.zstd import ZSTD_MAGIC, load_jsonl_zstd
 from kernel.store.collector import paused_collector
 from kernel.store.errors import SessionNotFound
 from kernel.store.results import StoredSession, UnreadableSession
+from kernel.values.events import Event, SessionHeader
+from kernel.wire.codec import header_to_json
 
 __all__ = (
     "JSONL",

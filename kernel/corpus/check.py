@@ -30,13 +30,13 @@ from kernel.cli.sources import (
     opened_from_loaded,
     session_ids,
 )
-from kernel.durable import load_jsonl
 from kernel.errors import KernelError, UnsupportedFormat
-from kernel.events import ASSISTANT_MESSAGE, TURN_END, Event
-from kernel.frames import load_jsonl_zstd
-from kernel.messages import project_message
-from kernel.pairing import tool_pairing_cuts
+from kernel.folds.messages import project_message
+from kernel.folds.pairing import tool_pairing_cuts
+from kernel.storage.jsonl import load_jsonl
+from kernel.storage.zstd import load_jsonl_zstd
 from kernel.store.collector import paused_collector
+from kernel.values.events import ASSISTANT_MESSAGE, TURN_END, Event
 
 __all__ = (
     "CorpusResult",
@@ -264,7 +264,7 @@ def problem_rule(problem: Mapping[str, Any]) -> str:
     """The rule id of one problem: its invariant rule, else a stable label.
 
     Invariant problems and admission failures carry their rule id
-    (`kernel.invariants.RULES`, `KernelError.rule`). Others are labelled by the
+    (`kernel.folds.invariants.RULES`, `KernelError.rule`). Others are labelled by the
     error class that reported them (`SeqMismatch`, `CorruptLog`), or for
     provider pairing by what is wrong (`unanswered-call`, `orphan-result`), else
     by their check.

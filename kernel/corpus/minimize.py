@@ -22,8 +22,8 @@ import msgspec
 
 from kernel.cli.sources import open_log
 from kernel.corpus.check import check_bytes, problem_rule
-from kernel.durable import write_jsonl
-from kernel.events import Event, Replace, SessionHeader
+from kernel.storage.jsonl import write_jsonl
+from kernel.values.events import Event, Replace, SessionHeader
 
 __all__ = (
     "FailureKey",

@@ -18,8 +18,19 @@ import attrs
 from pyrsistent import PVector, pvector
 
 from kernel.admission.payloads import check_payload
-from kernel.codec import check_event
-from kernel.events import (
+from kernel.log import SessionLog
+from kernel.projections.blocks import (
+    ProjectionError,
+    admitted,
+    call_of,
+    degraded_text,
+    image_ref,
+    parsed_arguments,
+    result_of,
+    text_of,
+    well_formed,
+)
+from kernel.values.events import (
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     END_SEED,
@@ -35,19 +46,8 @@ from kernel.events import (
     USER_MESSAGE,
     Event,
 )
-from kernel.json import canonical_text, raw, safe_int, summary, thaw
-from kernel.log import SessionLog
-from kernel.projections.blocks import (
-    ProjectionError,
-    admitted,
-    call_of,
-    degraded_text,
-    image_ref,
-    parsed_arguments,
-    result_of,
-    text_of,
-    well_formed,
-)
+from kernel.values.json import canonical_text, raw, safe_int, summary, thaw
+from kernel.wire.codec import check_event
 
 __all__ = (
     "Notification",

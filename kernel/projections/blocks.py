@@ -17,10 +17,10 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from kernel.errors import KernelError
-from kernel.events import Event
-from kernel.json import admit_json, raw, safe_int
-from kernel.jsontext import encode_json_bytes, parse_json
 from kernel.log import SessionLog
+from kernel.values.events import Event
+from kernel.values.json import admit_json, raw, safe_int
+from kernel.wire.jsontext import encode_json_bytes, parse_json
 
 __all__ = (
     "ProjectionError",

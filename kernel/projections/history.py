@@ -17,8 +17,8 @@ from typing import Any
 import attrs
 
 from kernel.errors import MessageShapeError, ToolPairingError
-from kernel.json import raw, summary
 from kernel.projections.blocks import call_of, result_of
+from kernel.values.json import raw, summary
 
 __all__ = ("UserEntry", "AssistantEntry", "ResultEntry", "Entry", "paired_history")
 

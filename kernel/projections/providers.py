@@ -14,8 +14,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from kernel.events import Event
-from kernel.json import raw, safe_int, summary, thaw
 from kernel.log import SessionLog
 from kernel.projections.blocks import (
     ProjectionError,
@@ -29,6 +27,8 @@ from kernel.projections.blocks import (
     well_formed_text,
 )
 from kernel.projections.history import AssistantEntry, Entry, ResultEntry, paired_history
+from kernel.values.events import Event
+from kernel.values.json import raw, safe_int, summary, thaw
 
 __all__ = (
     "OPENAI_EFFORTS",

@@ -20,13 +20,6 @@ import msgspec
 
 from kernel.admission.admit import check_loadable
 from kernel.admission.payloads import check_legacy
-from kernel.codec import (
-    check_envelope,
-    event_to_wire,
-    header_from_json,
-    header_to_json,
-    parse_source_seqs,
-)
 from kernel.errors import (
     InvalidEnvelope,
     NotLosslessJson,
@@ -34,8 +27,15 @@ from kernel.errors import (
     SessionHeaderError,
     SurfaceMarkerError,
 )
-from kernel.events import DEFAULT_KNOWN_TYPES, Append, Event, Replace, SessionHeader
-from kernel.json import admit_json, canonical_text, safe_int
+from kernel.values.events import DEFAULT_KNOWN_TYPES, Append, Event, Replace, SessionHeader
+from kernel.values.json import admit_json, canonical_text, safe_int
+from kernel.wire.codec import (
+    check_envelope,
+    event_to_wire,
+    header_from_json,
+    header_to_json,
+    parse_source_seqs,
+)
 
 __all__ = ("admit_stored_header", "canonical_text", "check_batch")
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Final
 
 from kernel.errors import CorruptLog
-from kernel.json import summary
-from kernel.quarantine import quarantine_name
+from kernel.storage.quarantine import quarantine_name
 from kernel.store.errors import StoreError
+from kernel.values.json import summary
 
 __all__ = (
     "store_path",

@@ -1,7 +1,7 @@
 """JSONL session files (docs/format/persistence.md §2, §6.1, §6.2): one file per session.
 
-A thin shell over the pure core: the bytes to write come from `kernel.durable`
-and `kernel.frames`, and so does every decision (the durable prefix, the torn
+A thin shell over the pure core: the bytes to write come from `kernel.storage.jsonl`
+and `kernel.storage.zstd`, and so does every decision (the durable prefix, the torn
 tail, the closers). This module only opens, reads, writes, fsyncs, links and
 truncates. Committed bytes are never rewritten; a repair truncates only a torn
 tail, holding an exclusive `flock` on the file (appends take it too), and keeps
@@ -21,8 +21,8 @@ from typing import Any, Final
 
 import attrs
 
-from kernel.codec import header_from_json
-from kernel.durable import (
+from kernel.errors import CorruptLog, KernelError, SeqMismatch, SessionHeaderError
+from kernel.storage.jsonl import (
     Loaded,
     encode_records,
     load_jsonl,
@@ -30,9 +30,14 @@ from kernel.durable import (
     scan_jsonl,
     write_jsonl,
 )
-from kernel.errors import CorruptLog, KernelError, SeqMismatch, SessionHeaderError
-from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
-from kernel.frames import (
+from kernel.storage.quarantine import (
+    describe_tail_records,
+    parse_quarantine_name,
+    quarantine_matches,
+    records_in_tail,
+    restored_bytes,
+)
+from kernel.storage.zstd import (
     ZSTD_MAGIC,
     check_max_decoded_bytes,
     encode_zstd_frame,
@@ -40,15 +45,6 @@ from kernel.frames import (
     load_jsonl_zstd,
     scan_jsonl_zstd,
     write_jsonl_zstd,
-)
-from kernel.json import safe_int
-from kernel.legacy import normalize_events
-from kernel.quarantine import (
-    describe_tail_records,
-    parse_quarantine_name,
-    quarantine_matches,
-    records_in_tail,
-    restored_bytes,
 )
 from kernel.store import files
 from kernel.store.batch import admit_stored_header, canonical_text, check_batch
@@ -68,6 +64,10 @@ from kernel.store.results import (
     StoredSession,
     UnreadableSession,
 )
+from kernel.values.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
+from kernel.values.json import safe_int
+from kernel.wire.codec import header_from_json
+from kernel.wire.legacy import normalize_events
 
 __all__ = ("JsonlStore", "inspect_file", "repair_file", "undo_repair", "is_zstd_log")
 

@@ -10,8 +10,8 @@ import attrs
 from pyrsistent import PMap, pmap
 
 from kernel.errors import KernelError
-from kernel.events import Event, SessionHeader
-from kernel.quarantine import TailRecord
+from kernel.storage.quarantine import TailRecord
+from kernel.values.events import Event, SessionHeader
 
 __all__ = ("RepairReport", "StoredSession", "SessionListing", "UnreadableSession")
 

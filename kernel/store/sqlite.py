@@ -1,7 +1,7 @@
 """Sessions in one SQLite database (docs/format/persistence.md §7, §6.3): `sqlite3`, WAL, STRICT.
 
-A thin shell: rows are encoded and decoded by the pure `kernel.rows`, the
-load pipeline and closers come from `kernel.durable`. This module only runs
+A thin shell: rows are encoded and decoded by the pure `kernel.storage.sqlite_rows`, the
+load pipeline and closers come from `kernel.storage.jsonl`. This module only runs
 the transactions: opening rules (§7.1), the append transaction (§7.6) and the
 repair transaction (§6.3), each `BEGIN IMMEDIATE` and schema-checked, so a
 concurrent writer makes the later one fail instead of overwriting. Every
@@ -23,31 +23,26 @@ import attrs
 from pyrsistent import PMap, pmap
 
 from kernel.admission.header import refuse_version
-from kernel.chunks import pack_chunk_rows
-from kernel.codec import header_from_json
 from kernel.errors import (
     CorruptLog,
     KernelError,
     SeqMismatch,
     SessionHeaderError,
 )
-from kernel.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
-from kernel.json import safe_int
-from kernel.legacy import normalize_events
-from kernel.loading import (
+from kernel.storage.load import (
     RawScan,
     decoded_rows_scan,
     option_flag,
     plan_scan,
     scan_stored_rows,
 )
-from kernel.quarantine import (
+from kernel.storage.quarantine import (
     RowQuarantine,
     decode_row_quarantine,
     encode_row_quarantine,
     quarantine_matches,
 )
-from kernel.rows import (
+from kernel.storage.sqlite_rows import (
     MAX_ROW_DATA_BYTES,
     MAX_ROW_MEMBERS,
     Row,
@@ -76,6 +71,11 @@ from kernel.store.results import (
     StoredSession,
     UnreadableSession,
 )
+from kernel.values.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
+from kernel.values.json import safe_int
+from kernel.wire.chunks import pack_chunk_rows
+from kernel.wire.codec import header_from_json
+from kernel.wire.legacy import normalize_events
 
 __all__ = ("APPLICATION_ID", "USER_VERSION", "SCHEMA", "SqliteStore")
 
@@ -565,7 +565,7 @@ class SqliteStore:
 
     def _plan(self, session: tuple[Any, ...], rows: list[tuple[Any, ...]]) -> _Plan:
         """§5 over the rows: version first, then the row scan, then the load pipeline
-        (`kernel.loading.scan_stored_rows` and `plan_scan`, which choose the path)."""
+        (`kernel.storage.load.scan_stored_rows` and `plan_scan`, which choose the path)."""
         record = _header_record(session)
         with paused_collector():
             scan, kind = scan_stored_rows(rows)

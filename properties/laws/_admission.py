@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernel.codec import event_to_json
 from kernel.errors import KernelError
 from kernel.log import SessionLog
+from kernel.wire.codec import event_to_json
 from properties._mutations import REWRITE_FIELDS, LegacyInsertion, MutationCase, RewriteCase
 from properties._report import check, format_value, violated
 from properties.laws._common import append_wire, error_named, same_json

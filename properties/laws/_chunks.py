@@ -7,12 +7,17 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kernel.chunks import expand_chunk_row, expand_storage_records, is_chunk_row, pack_chunk_rows
-from kernel.codec import event_to_json
 from kernel.errors import KernelError, MalformedChunkRow
-from kernel.events import APPEND, Event
-from kernel.json import thaw
-from kernel.jsontext import encode_json_bytes
+from kernel.values.events import APPEND, Event
+from kernel.values.json import thaw
+from kernel.wire.chunks import (
+    expand_chunk_row,
+    expand_storage_records,
+    is_chunk_row,
+    pack_chunk_rows,
+)
+from kernel.wire.codec import event_to_json
+from kernel.wire.jsontext import encode_json_bytes
 from properties._report import check, violated
 
 __all__ = (

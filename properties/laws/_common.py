@@ -11,10 +11,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kernel.codec import event_from_json, event_to_json
-from kernel.events import Event
-from kernel.json import json_equal, thaw
 from kernel.log import SessionLog
+from kernel.values.events import Event
+from kernel.values.json import json_equal, thaw
+from kernel.wire.codec import event_from_json, event_to_json
 
 __all__ = (
     "LogLike",

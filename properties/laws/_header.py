@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kernel.context import context_event, fold_request_context
-from kernel.header import (
+from kernel.folds.context import context_event, fold_request_context
+from kernel.folds.messages import derive_messages
+from kernel.folds.request_header import (
     HeaderWriterState,
     canonical_header,
     fold_request_header,
     header_event,
     headers_equal,
 )
-from kernel.json import json_equal, thaw
-from kernel.messages import derive_messages
-from kernel.surface import fold_surface
+from kernel.folds.surface import fold_surface
+from kernel.values.json import json_equal, thaw
 from properties._headers import apply_change
 from properties._loop import LoopLog
 from properties._model import canonical, equal_headers

@@ -7,10 +7,10 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kernel.codec import event_to_json
-from kernel.json import thaw
-from kernel.messages import derive_messages, project_message
-from kernel.surface import fold_surface
+from kernel.folds.messages import derive_messages, project_message
+from kernel.folds.surface import fold_surface
+from kernel.values.json import thaw
+from kernel.wire.codec import event_to_json
 from properties._model import messages_of
 from properties._report import check, format_value, violated
 from properties.laws._common import append_all, as_events, as_wire, messages_plain, same_json

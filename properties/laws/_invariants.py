@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernel.errors import InvariantViolation
-from kernel.invariants import check_invariants, check_invariants_strict
+from kernel.folds.invariants import check_invariants, check_invariants_strict
 from properties._model import violations_of
 from properties._mutations import Perturbation
 from properties._report import check, violated

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.codec import event_from_json, event_to_json
-from kernel.durable import encode_records, load_jsonl, write_jsonl
-from kernel.events import APPEND
-from kernel.invariants import check_invariants
-from kernel.log import SessionLog
-from kernel.messages import derive_messages
-from kernel.repair import (
+from kernel.folds.closers import (
     TOOL_NOT_STARTED,
     TOOL_NOT_STARTED_TEXT,
     TOOL_OUTCOME_UNKNOWN,
     TOOL_OUTCOME_UNKNOWN_TEXT,
     interrupted_turn_closers,
 )
+from kernel.folds.invariants import check_invariants
+from kernel.folds.messages import derive_messages
+from kernel.log import SessionLog
+from kernel.storage.jsonl import encode_records, load_jsonl, write_jsonl
+from kernel.values.events import APPEND
+from kernel.wire.codec import event_from_json, event_to_json
 from properties._model import scan_for_closers
 from properties._report import check, violated
 from properties.laws._common import as_events, as_wire

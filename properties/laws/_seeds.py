@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.codec import event_to_json
 from kernel.errors import ForkError, KernelError
+from kernel.folds.messages import derive_messages
+from kernel.folds.seeds import fork_prefix, last_end_seed
 from kernel.log import SessionLog
-from kernel.messages import derive_messages
-from kernel.seeds import fork_prefix, last_end_seed
+from kernel.wire.codec import event_to_json
 from properties._report import check, violated
 from properties.laws._common import append_all, as_events, as_wire, same_json
 

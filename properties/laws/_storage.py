@@ -14,16 +14,16 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kernel.chunks import pack_chunk_rows
-from kernel.codec import event_to_json, event_to_wire, header_to_json
-from kernel.durable import encode_records, load_jsonl, scan_jsonl, write_jsonl
 from kernel.errors import CorruptLog, KernelError, LegacyFormat, UnsupportedFormat
-from kernel.events import Event, SessionHeader
-from kernel.frames import frame_end, load_jsonl_zstd, write_jsonl_zstd
-from kernel.json import thaw
-from kernel.jsontext import encode_json_bytes
-from kernel.messages import derive_messages
-from kernel.repair import interrupted_turn_closers
+from kernel.folds.closers import interrupted_turn_closers
+from kernel.folds.messages import derive_messages
+from kernel.storage.jsonl import encode_records, load_jsonl, scan_jsonl, write_jsonl
+from kernel.storage.zstd import frame_end, load_jsonl_zstd, write_jsonl_zstd
+from kernel.values.events import Event, SessionHeader
+from kernel.values.json import thaw
+from kernel.wire.chunks import pack_chunk_rows
+from kernel.wire.codec import event_to_json, event_to_wire, header_to_json
+from kernel.wire.jsontext import encode_json_bytes
 from properties._report import check, violated
 from properties._spelling import header_line, stringify
 from properties.laws._common import as_events, as_wire, same_json
@@ -203,7 +203,7 @@ def law_zstd_truncation_tolerance(
 ) -> None:
     """P37 (Zstandard): truncating at any offset at or after the end of the header frame loads
     a prefix of the stored events plus its closers."""
-    from kernel.frames import encode_zstd_frame
+    from kernel.storage.zstd import encode_zstd_frame
 
     events = as_events(log)
     k = split % (len(events) + 1)

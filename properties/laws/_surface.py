@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from kernel.errors import ReplaceRangeError
-from kernel.surface import fold_surface, is_surface_event
+from kernel.folds.surface import fold_surface, is_surface_event
 from properties._model import surface_of
 from properties._report import check, violated
 from properties.laws._common import append_all, as_events, as_wire

@@ -6,11 +6,11 @@ import copy
 import json
 from typing import Any
 
-from kernel.codec import event_to_json, header_from_json
 from kernel.errors import KernelError, NotLosslessJson
-from kernel.json import freeze, json_equal, thaw
-from kernel.jsontext import encode_json_bytes, parse_json
 from kernel.log import SessionLog
+from kernel.values.json import freeze, json_equal, thaw
+from kernel.wire.codec import event_to_json, header_from_json
+from kernel.wire.jsontext import encode_json_bytes, parse_json
 from properties._json_values import BadJson
 from properties._report import check, violated
 from properties.laws._common import append_wire, as_wire, same_json

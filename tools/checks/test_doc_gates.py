@@ -433,8 +433,8 @@ def format_anchors(root: Path) -> tuple[dict[str, list[str]], list[str]]:
 
 
 def _invariant_rule_ids(root: Path) -> tuple[str, ...]:
-    """The strings of the `RULES` tuple in kernel/invariants.py (read with ast, not imported)."""
-    path = root / "kernel" / "invariants.py"
+    """The strings of the `RULES` tuple in kernel/folds/invariants.py (read with ast)."""
+    path = root / "kernel" / "folds" / "invariants.py"
     if not path.is_file():
         return ()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -457,13 +457,13 @@ def undefined_rule_ids(root: Path) -> list[str]:
     Each id needs an explicit lower-case anchor (`<a id="r7f"></a>`) at its
     definition, defined once. One problem per file and id, at its first mention.
     The relational-invariant rule ids a `Violation` may carry (`RULES` in
-    kernel/invariants.py, such as `seq-order`) need an anchor of the same name.
+    kernel/folds/invariants.py, such as `seq-order`) need an anchor of the same name.
     """
     defined, problems = format_anchors(root)
     if not (root / FORMAT_DIR).is_dir():
         problems.append(f"{FORMAT_DIR}/: missing directory")
     problems.extend(
-        f'kernel/invariants.py: invariant rule id {rule!r} has no anchor <a id="{rule}"> '
+        f'kernel/folds/invariants.py: invariant rule id {rule!r} has no anchor <a id="{rule}"> '
         f"in {FORMAT_DIR}/"
         for rule in _invariant_rule_ids(root)
         if rule not in defined
@@ -939,8 +939,8 @@ def test_id_gate_fails_on_an_invariant_rule_id_without_an_anchor(tmp_path: Path)
     _good_tree(tmp_path)
     path = tmp_path / "docs/format/properties.md"
     path.write_text(path.read_text(encoding="utf-8") + '\n<a id="seq-order"></a>\n', "utf-8")
-    _write(tmp_path, "kernel/invariants.py", 'RULES: Final = ("seq-order", "turn-numbre")\n')
+    _write(tmp_path, "kernel/folds/invariants.py", 'RULES: Final = ("seq-order", "turn-numbre")\n')
     assert undefined_rule_ids(tmp_path) == [
-        "kernel/invariants.py: invariant rule id 'turn-numbre' has no anchor "
+        "kernel/folds/invariants.py: invariant rule id 'turn-numbre' has no anchor "
         '<a id="turn-numbre"> in docs/format/'
     ]

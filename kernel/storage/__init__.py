@@ -1,0 +1,3 @@
+"""Storage layouts (docs/format/persistence.md): bytes and rows in, admitted events out."""
+
+__all__: tuple[str, ...] = ()

@@ -1,0 +1,314 @@
+"""JSONL bytes to a durable prefix and back: header line, records, torn tail.
+
+The layout is docs/format/persistence.md §2-§5. The rule to keep in mind:
+damage is tolerated only after the last real `turn/end` (a torn tail,
+removed by repair); the same damage before it is corruption. Everything here
+takes and returns bytes: no file I/O, no clock. Zstandard framing lives in
+`kernel.storage.zstd`; both hand their scans to the one load pipeline of
+`kernel.storage.load`, whose `Loaded`, `plan_load` and `loaded_result` are named
+here as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from kernel.admission.header import header_count, header_line_problem, refuse_version
+from kernel.errors import CorruptLog, KernelError
+from kernel.storage.load import (
+    TYPED,
+    WIRE,
+    Loaded,
+    RawScan,
+    TornFrame,
+    events_of_records,
+    loaded_result,
+    option_flag,
+    plan_load,
+    plan_scan,
+    scan_lines,
+)
+from kernel.storage.scan import scan_records
+from kernel.values.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
+from kernel.values.json import FrozenObject, is_number, view
+from kernel.wire.chunks import pack_chunk_rows
+from kernel.wire.codec import (
+    event_to_wire,
+    header_from_json,
+    header_to_json,
+    iter_events,
+    ranged_spelling,
+)
+from kernel.wire.jsontext import encode_json_bytes, parse_json_keeping_negative_zero
+
+__all__ = (
+    "Scan",
+    "Loaded",
+    "TornFrame",
+    "RawScan",
+    "scan_jsonl",
+    "load_jsonl",
+    "write_jsonl",
+    "encode_records",
+    "header_line",
+    "parse_header_line",
+    "scan_records",
+    "plan_load",
+    "scan_result",
+    "refuse_version",
+    "loaded_result",
+    "as_stored_bytes",
+    "option_flag",
+)
+
+_RETIRED_HEADER_KEYS: Final = ("sandboxMode", "approvalPolicy")
+_OPTIONAL_HEADER_KEYS: Final = ("cwd", "parentSession", "seedLength", "origin")
+
+
+@attrs.frozen
+class Scan:
+    """The physical scan of a stored log: its header record and durable prefix.
+
+    `header` is the in-memory header record read from line 1 (a `FrozenObject`
+    with camelCase keys, unknown keys dropped, not yet admitted: a relative
+    `cwd` scans and fails only at load). `events` is the valid contiguous
+    prefix; bytes from `committed_bytes` to `total_bytes` are a torn tail that
+    repair removes. `dropped_records` counts the stored lines (a final line
+    without its newline included) outside the prefix and `torn_reason` says why
+    the tail was cut. For Zstandard logs `torn_frame` marks an incomplete last
+    frame; its recovered events are the tail of `events`.
+    """
+
+    header: FrozenObject
+    events: tuple[Event, ...]
+    committed_bytes: int
+    total_bytes: int
+    dropped_records: int = 0
+    torn_reason: str | None = None
+    torn_frame: TornFrame | None = None
+
+    @property
+    def torn(self) -> bool:
+        """Whether the stored bytes end in a torn tail."""
+        return self.committed_bytes < self.total_bytes
+
+
+# -- the header line (docs/format/events.md §2.2, docs/format/persistence.md §3.1) -----------------
+
+
+def parse_header_line(line: bytes) -> dict[str, Any]:
+    """The in-memory header record of a header line (without its newline), per §3.1 steps 2-6.
+
+    Version first: a numeric `version` other than 0 is `UnsupportedFormat`;
+    anything else wrong is `CorruptLog`. Only the shape checks of docs/format/events.md
+    §2.2 run here; `cwd` and the other fields are admitted at load.
+    """
+    try:
+        value = parse_json_keeping_negative_zero(line)
+    except ValueError as exc:
+        raise CorruptLog(f"header line is not valid JSON: {exc}") from None
+    if type(value) is dict:
+        version = value.get("version")
+        if is_number(version) and version != 0:
+            raise refuse_version(value.get("id"), version)
+    problem = header_line_problem(value)
+    if problem is not None:
+        raise CorruptLog(f"first line is not a session header: {problem}")
+    for key in _RETIRED_HEADER_KEYS:
+        if key in value:
+            raise CorruptLog(f"first line is not a session header: retired key {key!r}")
+    record: dict[str, Any] = {
+        "version": 0,
+        "id": value["id"],
+        "createdAt": header_count(value["createdAt"]),
+    }
+    for key in _OPTIONAL_HEADER_KEYS:
+        if key in value:
+            record[key] = value[key]
+    record["delegationDepth"] = header_count(value["delegationDepth"])
+    if "agentPreset" in value:
+        record["agentPreset"] = value["agentPreset"]
+    return record
+
+
+def header_line(header: SessionHeader | Mapping[str, Any]) -> bytes:
+    """The JSONL header line, without its newline, in the key order of docs/format/events.md §2.2.
+
+    A mapping is admitted first (docs/format/admission.md §6). `delegationDepth` is always
+    written (absent means 0).
+    """
+    if type(header) is SessionHeader:
+        # docs/format/admission.md §6: SessionHeader does not check its fields
+        header_to_json(header)
+    else:
+        header = header_from_json(header)
+    line: dict[str, Any] = {
+        "type": "session",
+        "version": header.version,
+        "id": header.id,
+        "createdAt": header.created_at,
+    }
+    if header.cwd is not None:
+        line["cwd"] = header.cwd
+    if header.parent_session is not None:
+        line["parentSession"] = header.parent_session
+    if header.seed_length is not None:
+        line["seedLength"] = header.seed_length
+    if header.origin is not None:
+        line["origin"] = header.origin
+    line["delegationDepth"] = 0 if header.delegation_depth is None else header.delegation_depth
+    if header.agent_preset is not None:
+        line["agentPreset"] = header.agent_preset
+    return encode_json_bytes(line)
+
+
+def _scan_plain(data: bytes, *, typed: bool = False) -> RawScan:
+    """The raw scan of a plain log: by the typed scanner while it can when `typed`
+    (`kernel.storage.load.scan_lines`), else by the exact one."""
+    header_end = data.find(b"\n")
+    if header_end == -1:
+        raise CorruptLog("empty or header-less log: no complete header line")
+    header = parse_header_line(data[:header_end])
+    records: list[Any] = []
+    scanned, all_typed = scan_lines(
+        data, header_end + 1, records, typed=typed, first_line=2, label="line"
+    )
+    committed, dropped, reason = scanned
+    return RawScan(
+        header=header,
+        records=records,
+        committed_bytes=committed,
+        total_bytes=len(data),
+        dropped_records=dropped,
+        torn_reason=reason,
+        kind=TYPED if all_typed else WIRE,
+    )
+
+
+def as_stored_bytes(data: Any) -> bytes:
+    """The stored log as `bytes` (a bytearray or memoryview is copied); CorruptLog otherwise."""
+    if type(data) is bytes:
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise CorruptLog(f"a stored log must be bytes, got {type(data).__name__}")
+
+
+def scan_result(raw_scan: RawScan) -> Scan:
+    """The public `Scan` of a raw scan: events built (an invalid envelope is `CorruptLog`).
+
+    A `TYPED` scan's events are the scan's own: each passed its typed decode and
+    the per-event rules, so its envelope is valid and the event is the one the
+    exact scan would build (payloads stay unread until used).
+    """
+    if raw_scan.kind == TYPED:
+        events = tuple(raw_scan.records)
+    else:
+        events = events_of_records(raw_scan.records)
+    torn_frame = None
+    if raw_scan.torn_frame_start is not None:
+        torn_frame = TornFrame(raw_scan.torn_frame_start, events[raw_scan.recovered_from :])
+    return Scan(
+        header=view(dict(raw_scan.header)),
+        events=events,
+        committed_bytes=raw_scan.committed_bytes,
+        total_bytes=raw_scan.total_bytes,
+        dropped_records=raw_scan.dropped_records,
+        torn_reason=raw_scan.torn_reason,
+        torn_frame=torn_frame,
+    )
+
+
+def scan_jsonl(data: bytes) -> Scan:
+    """Scan a plain JSONL log (docs/format/persistence.md §3): header, durable prefix, torn tail.
+
+    Raises `UnsupportedFormat` for a foreign version and `CorruptLog` for
+    damage inside committed history (or a stored event whose envelope is
+    invalid, since `Scan.events` holds built `Event`s).
+    """
+    return scan_result(_scan_plain(as_stored_bytes(data), typed=True))
+
+
+def load_jsonl(
+    data: bytes,
+    *,
+    session_id: str | None = None,
+    now: int,
+    known_types: Collection[str] = DEFAULT_KNOWN_TYPES,
+    normalize_legacy: bool = True,
+) -> Loaded:
+    """Scan and plan a plain JSONL log (docs/format/persistence.md §3, §5): the balanced view.
+
+    `session_id` defaults to the header's own id. `now` is accepted for
+    symmetry with `SessionLog.seed`; the loader appends no end-seed marker, so
+    it is not read. Older v0 shapes are rewritten in memory
+    (`Loaded.normalized`; Appendix A) unless `normalize_legacy` is false, which
+    refuses them as the current rules do. Raises `UnsupportedFormat` (foreign
+    version, unknown required event type) or `CorruptLog` (everything else).
+    """
+    stored = as_stored_bytes(data)
+    known = known_type_set(known_types)
+    normalize = option_flag(normalize_legacy, "normalize_legacy")
+    return plan_scan(
+        _scan_plain(stored, typed=True),
+        lambda: _scan_plain(stored),
+        session_id=session_id,
+        known_types=known,
+        normalize=normalize,
+    )
+
+
+# -- writing (docs/format/persistence.md §2.1, §2.4) -----------------------------------------------
+
+
+def encode_records(
+    events: Iterable[Event], *, pack_chunks: bool = True, ranged_sources: bool = False
+) -> bytes:
+    """The bytes of one append batch: each storage record's exact JSON text and a newline.
+
+    Delta-chunk runs are packed into rows unless `pack_chunks` is false; an
+    empty batch is `b""`. With `ranged_sources`, `sourceEventSeqs` are spelled
+    with ranges as DSH's writers from 0.1.2 on spell them (§2.5); readers older
+    than that refuse them, so the default is the plain spelling.
+    """
+    if pack_chunks:
+        records: tuple[Any, ...] = pack_chunk_rows(events)
+    else:
+        records = tuple(iter_events(events))
+    parts = []
+    for index, record in enumerate(records):
+        if type(record) is Event:
+            wire = event_to_wire(record)
+            if ranged_sources and record.source_event_seqs:
+                wire["sourceEventSeqs"] = ranged_spelling(record.source_event_seqs)
+            parts.append(encode_json_bytes(wire))
+        elif type(record) is FrozenObject:
+            parts.append(encode_json_bytes(record))
+        else:
+            raise KernelError(f"encode_records: item {index} is not an Event", index=index)
+    if not parts:
+        return b""
+    parts.append(b"")
+    return b"\n".join(parts)
+
+
+def write_jsonl(
+    header: SessionHeader | Mapping[str, Any],
+    events: Iterable[Event],
+    *,
+    pack_chunks: bool = True,
+    ranged_sources: bool = False,
+) -> bytes:
+    """The exact bytes the compatible writer produces for a whole log
+    (docs/format/persistence.md §2.1).
+
+    The header line and its newline, then (only when there are events) every
+    storage record followed by a newline. `ranged_sources` spells citations with
+    ranges, as DSH's writers from 0.1.2 on do (§2.5); the default is the plain
+    spelling every v0 reader reads.
+    """
+    records = encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
+    return header_line(header) + b"\n" + records
