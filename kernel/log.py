@@ -10,7 +10,7 @@ restored prefix.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import attrs
 from pyrsistent import PVector, pvector
@@ -50,6 +50,21 @@ from kernel.values.json import (
     safe_int,
     summary,
     view,
+)
+from kernel.values.payloads import (
+    AssistantChunkData,
+    AssistantMessageData,
+    EndSeedData,
+    ExtensionEventType,
+    RequestContextData,
+    RequestHeaderData,
+    StepData,
+    TodoWriteData,
+    ToolCallData,
+    ToolResultData,
+    TurnEndData,
+    TurnStartData,
+    UserMessage,
 )
 from kernel.wire.codec import (
     event_to_wire,
@@ -312,6 +327,173 @@ class SessionLog:
 
     # -- the append path --------------------------------------------------------------------
 
+    @overload
+    def append(
+        self,
+        type: Literal["turn/start"],
+        data: TurnStartData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["turn/end"],
+        data: TurnEndData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["step/start"],
+        data: StepData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["step/end"],
+        data: StepData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["user/message"],
+        data: UserMessage,
+        *,
+        time: int,
+        surface_op: Any,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["assistant/chunk"],
+        data: AssistantChunkData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["assistant/message"],
+        data: AssistantMessageData,
+        *,
+        time: int,
+        surface_op: Any,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["tool/call"],
+        data: ToolCallData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["tool/result"],
+        data: ToolResultData,
+        *,
+        time: int,
+        surface_op: Any,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["todo/write"],
+        data: TodoWriteData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["request/header"],
+        data: RequestHeaderData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["request/context"],
+        data: RequestContextData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: Literal["session/end-seed"],
+        data: EndSeedData,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+    @overload
+    def append(
+        self,
+        type: ExtensionEventType,
+        data: Any,
+        *,
+        time: int,
+        surface_op: None = None,
+        source_event_seqs: None = None,
+        ignorable: bool = False,
+    ) -> SessionLog: ...
+
+    @overload
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        time: int,
+        surface_op: Any = None,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool,
+    ) -> SessionLog: ...
+
     def append(
         self,
         type: str,
@@ -326,6 +508,13 @@ class SessionLog:
 
         The kernel assigns `seq`; `time` is the caller's clock reading (epoch ms).
         `surface_op` is `APPEND`, a `Replace`, or their wire spelling.
+
+        Typed by overloads (docs/guide.md, "Typed payloads"): a core type takes
+        its `kernel.values.payloads` TypedDict, and a surface type requires
+        `surface_op`; a default extension type takes any JSON. Any other type,
+        or one known only at run time (a `str`), must spell out `ignorable=`,
+        so that mypy rejects a misspelled core type. The run-time behaviour
+        is the same for every form.
         """
         event_type = canonical_text(type)  # a split surrogate pair is the character it encodes
         seq = len(self.events)

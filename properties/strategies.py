@@ -201,7 +201,10 @@ def _payload_log(payloads: list[Any], texts: list[str]) -> tuple[Event, ...]:
     log = SessionLog.empty().append(TURN_START, {"turn": 1}, time=1)
     for index, (payload, text) in enumerate(zip(payloads, texts, strict=False)):
         message = shapes.user_message(f"u{index}", text)
-        log = log.append(USER_MESSAGE, {**message, "meta": payload}, time=2, surface_op=APPEND)
+        # An extra message key is valid but not in the typed payload: the untyped form.
+        log = log.append(
+            USER_MESSAGE, {**message, "meta": payload}, time=2, surface_op=APPEND, ignorable=False
+        )
         log = log.append("session/title", payload, time=3)
         log = log.append("todo/write", {"todos": payload}, time=4)
     return tuple(log.append(TURN_END, {"turn": 1, "reason": {"kind": "completed"}}, time=5).events)
