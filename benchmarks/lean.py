@@ -19,7 +19,9 @@ the same kind of worker, so both sides pay the same small heap. The folds,
 seed and restore each run on a log loaded afresh in the worker before every
 run (its own `load_jsonl`, untimed). A worker past `--timeout` seconds is
 killed and its completed runs are kept; when `load_jsonl` does not finish
-all its runs, the measures that need a loaded log are skipped. The SQLite
+all its runs, the measures that need a loaded log are skipped. The writes
+(`write_jsonl` packed and plain, `write_jsonl_zstd`) write the header and
+events of a log loaded afresh the same way. The SQLite
 measure appends the log's stored events to a new store (untimed, once per
 worker) and times `SqliteStore.inspect` of it.
 
@@ -71,15 +73,17 @@ from kernel import (
     load_jsonl_zstd,
     tool_pairing_cuts,
     write_jsonl,
+    write_jsonl_zstd,
 )
 from kernel.projections import acp_updates, anthropic_request, openai_request
 from kernel.store.sqlite import SqliteStore
+from kernel.values.payloads import RequestHeaderData, UserMessage
 
 __all__ = ("MEASURES", "Measure", "main")
 
 _SCRIPT: Final = Path(__file__).resolve()
 _APPENDS: Final = 1000
-_APPEND_MESSAGE: Final = {
+_APPEND_MESSAGE: Final[UserMessage] = {
     "id": "bench",
     "role": "user",
     "content": [{"type": "text", "text": "hi"}],
@@ -137,6 +141,18 @@ def _on_fresh_load(
     return run
 
 
+def _written(write: Callable[..., bytes], *, pack_chunks: bool = True) -> Callable[[bytes], Sample]:
+    """A measure of writing a log loaded (untimed) just before the run, header and events
+    as the load gives them: the rewrite a store does of what it read."""
+
+    def run(data: bytes) -> Sample:
+        loaded = load_jsonl(data, now=0)
+        header, events = loaded.header, loaded.events
+        return _timed(lambda: write(header, events, pack_chunks=pack_chunks), _sized("bytes"))
+
+    return run
+
+
 def _parsed_dicts(data: bytes) -> list[Any]:
     """The log's events as a JSON parser gives them to an embedder: one wire dict per event,
     chunk rows unpacked (the log is loaded and written unpacked, then decoded)."""
@@ -162,7 +178,7 @@ def _events_from_json(wires: list[Any]) -> list[Event]:
     return [event_from_json(wire) for wire in wires]
 
 
-_BENCH_HEADER: Final = {
+_BENCH_HEADER: Final[RequestHeaderData] = {
     "header": {"config": {"provider": "deepseek", "model": "deepseek-chat"}},
     "reason": "initial",
 }
@@ -340,6 +356,19 @@ MEASURES: Final = (
         _on_parsed_dicts(SessionLog.restore, lambda r: {"events": len(r.events)}),
         needs_load=True,
         versus="load_jsonl",
+    ),
+    Measure("write_jsonl", "write_jsonl of a loaded log", _written(write_jsonl), needs_load=True),
+    Measure(
+        "write_jsonl_plain",
+        "write_jsonl, pack_chunks=False",
+        _written(write_jsonl, pack_chunks=False),
+        needs_load=True,
+    ),
+    Measure(
+        "write_jsonl_zstd",
+        "write_jsonl_zstd of a loaded log",
+        _written(write_jsonl_zstd),
+        needs_load=True,
     ),
     Measure(
         "fold_surface", "fold_surface", _on_fresh_load(fold_surface, _surface), needs_load=True

@@ -42,7 +42,11 @@ from kernel.wire.codec import (
     iter_events,
     ranged_spelling,
 )
-from kernel.wire.jsontext import encode_json_bytes, parse_json_keeping_negative_zero
+from kernel.wire.jsontext import (
+    encode_json_bytes,
+    encode_record_bytes,
+    parse_json_keeping_negative_zero,
+)
 
 __all__ = (
     "Scan",
@@ -284,9 +288,9 @@ def encode_records(
             wire = event_to_wire(record)
             if ranged_sources and record.source_event_seqs:
                 wire["sourceEventSeqs"] = ranged_spelling(record.source_event_seqs)
-            parts.append(encode_json_bytes(wire))
+            parts.append(encode_record_bytes(wire))
         elif type(record) is FrozenObject:
-            parts.append(encode_json_bytes(record))
+            parts.append(encode_record_bytes(record))
         else:
             raise KernelError(f"encode_records: item {index} is not an Event", index=index)
     if not parts:

@@ -93,10 +93,27 @@ _WIRE_KEYS: Final = frozenset({"type", "seq", "time", "data"})
 
 
 def _event_member(event: Event) -> _Member | None:
-    """The packing facts of an eligible `Event` (§7.2), or None when it must stay scalar."""
+    """The packing facts of an eligible `Event` (§7.2), or None when it must stay scalar.
+
+    A member of a loaded chunk row whose payload was not read yet has its facts read
+    off the row (`chunk_member(k)` on the lazy source, the key and text `_member`
+    finds in the payload the row builds), so packing a loaded log again builds no
+    member payload.
+    """
     if event.surface_op is not None or event.source_event_seqs is not None or event.ignorable:
         return None
-    return _member(event.type, event.seq, event.time, event.data)
+    data = event.data
+    if type(data) is FrozenObject and type(event.type) is str and event.type == ASSISTANT_CHUNK:
+        source = data._value
+        if type(source) is not dict:
+            facts = getattr(source, "chunk_member", None)
+            if facts is not None:
+                seq, time = safe_int(event.seq), safe_int(event.time)
+                if seq is None or seq < 0 or time is None:
+                    return None
+                key, text = facts(data._member)
+                return seq, time, key, text
+    return _member(event.type, event.seq, event.time, data)
 
 
 def _wire_member(record: Mapping[str, Any]) -> _Member | None:

@@ -20,6 +20,7 @@ from kernel.values.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject
 __all__ = (
     "encode_json",
     "encode_json_bytes",
+    "encode_record_bytes",
     "format_number",
     "js_member_order",
     "is_array_index",
@@ -33,6 +34,7 @@ _MAX_ARRAY_INDEX_DIGITS = len(str(_MAX_ARRAY_INDEX))
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
 _SIXTEEN_DIGITS = b"0" * 16
+_INDEX_KEY = re.compile(rb'[{,]"0+":')
 """Any integer beyond ±(2**53 - 1) is spelled with 16 or more digits in a row; mapping every
 digit to 0 and searching for sixteen 0s finds such a run in two C loops (a regex is 8x slower)."""
 
@@ -195,6 +197,42 @@ def encode_json_bytes(value: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return _escape_lone_surrogates(text).encode("utf-8")
+
+
+_PLAIN_ONLY = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
+
+def encode_record_bytes(value: Any) -> bytes:
+    """`encode_json_bytes` of a value that holds JSON values only (an admitted event's wire
+    object, a chunk row), found from orjson's bytes instead of a walk of the value.
+
+    orjson spells strings, booleans, null and integers as `JSON.stringify` does; it
+    differs only on floats (always written with a `.` or an `e`), integers beyond
+    ±(2**53 - 1) (sixteen digits or more) and array-index keys (which JavaScript lists
+    first). When orjson's text holds none of those shapes, digits read as `0`
+    (`_spelled_alike`), it is the text; otherwise, or when orjson refuses the value,
+    `encode_json_bytes` decides. The shapes may also occur inside strings, so the
+    test errs one way only: towards the walk.
+    """
+    try:
+        text = orjson.dumps(value, default=_container_of, option=_PLAIN_ONLY)
+    except orjson.JSONEncodeError:
+        return encode_json_bytes(value)
+    if _spelled_alike(text) or _orjson_spells_it(value):
+        return text
+    return encode_json_bytes(value)
+
+
+def _spelled_alike(text: bytes) -> bool:
+    """True when orjson's `text` has no float, no integer of 16+ digits and no all-digit key."""
+    shapes = text.translate(_DIGITS_AS_ZERO)
+    if b"0." in shapes or b"0e" in shapes or _SIXTEEN_DIGITS in shapes:
+        return False
+    return b'0":' not in shapes or _INDEX_KEY.search(shapes) is None
 
 
 def _container_of(view: Any) -> Any:

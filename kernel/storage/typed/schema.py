@@ -322,6 +322,12 @@ class ChunkRow(Struct, kw_only=True, gc=False, forbid_unknown_fields=True, tag_f
         data = self.data
         return {"turn": data.turn, "step": data.step} if keys <= _POSITION else None
 
+    def chunk_member(self, member: int) -> tuple[tuple[Any, ...], str]:
+        """The run key and text `kernel.wire.chunks` packs member `member` by, as it
+        would read them from `build(member)` (docs/format/events.md §7.2)."""
+        data = self.data
+        return (self.kind, data.turn, data.step, data.index), data.texts[member]
+
 
 class _TextRow(ChunkRow, tag="text-chunks"):
     kind = "text-delta"
@@ -350,6 +356,15 @@ class ToolCallRow(Struct, kw_only=True, gc=False, forbid_unknown_fields=True, ta
         return {"turn": data.turn, "step": data.step, "chunk": chunk}
 
     members = ChunkRow.members
+
+    def chunk_member(self, member: int) -> tuple[tuple[Any, ...], str]:
+        """The run key and text `kernel.wire.chunks` packs member `member` by (see
+        `ChunkRow.chunk_member`)."""
+        data = self.data
+        named = data.name is not UNSET
+        name = data.name if named else None
+        key = ("tool-call-delta", data.turn, data.step, data.index, data.id, named, name)
+        return key, data.args[member]
 
 
 class _ToolCallRow(ToolCallRow, tag="tool-call-chunks"):
