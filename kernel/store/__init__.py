@@ -3,7 +3,8 @@
 The only package besides `kernel.cli` that does I/O. Both stores offer the same
 operations (`create`, `append`, `inspect`, `load`, `read_from`, `list`, and
 `list_readable`, which lists past a damaged session) with the same semantics;
-every decision they act on comes from the pure core.
+every decision they act on comes from the pure core. `open_session` opens or
+resumes a stored session as a `LiveSession` that appends and commits batches.
 """
 
 from kernel.store.errors import (
@@ -16,6 +17,7 @@ from kernel.store.errors import (
     StoreLayoutError,
 )
 from kernel.store.jsonl import JsonlStore, inspect_file, is_zstd_log, repair_file
+from kernel.store.live import LiveSession, SessionStore, open_session
 from kernel.store.paths import encode_segment, project_dir_name, project_key, session_dir_name
 from kernel.store.results import RepairReport, SessionListing, StoredSession, UnreadableSession
 from kernel.store.sqlite import APPLICATION_ID, USER_VERSION, SqliteStore
@@ -23,6 +25,9 @@ from kernel.store.sqlite import APPLICATION_ID, USER_VERSION, SqliteStore
 __all__ = (
     "JsonlStore",
     "SqliteStore",
+    "LiveSession",
+    "SessionStore",
+    "open_session",
     "StoredSession",
     "RepairReport",
     "SessionListing",
