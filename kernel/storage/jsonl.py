@@ -229,9 +229,14 @@ def scan_result(raw_scan: RawScan) -> Scan:
 def scan_jsonl(data: bytes) -> Scan:
     """Scan a plain JSONL log (docs/format/persistence.md §3): header, durable prefix, torn tail.
 
-    Raises `UnsupportedFormat` for a foreign version and `CorruptLog` for
-    damage inside committed history (or a stored event whose envelope is
-    invalid, since `Scan.events` holds built `Event`s).
+    Returns:
+        `Scan(header, events, committed_bytes, total_bytes)`: the stored events as
+        read, before admission and closers.
+
+    Raises:
+        UnsupportedFormat: a foreign format version.
+        CorruptLog: damage inside committed history, or a stored event whose envelope
+            is invalid (`Scan.events` holds built `Event`s).
     """
     return scan_result(_scan_plain(as_stored_bytes(data), typed=True))
 
@@ -246,12 +251,24 @@ def load_jsonl(
 ) -> Loaded:
     """Scan and plan a plain JSONL log (docs/format/persistence.md §3, §5): the balanced view.
 
-    `session_id` defaults to the header's own id. `now` is accepted for
-    symmetry with `SessionLog.seed`; the loader appends no end-seed marker, so
-    it is not read. Older v0 shapes are rewritten in memory
-    (`Loaded.normalized`; Appendix A) unless `normalize_legacy` is false, which
-    refuses them as the current rules do. Raises `UnsupportedFormat` (foreign
-    version, unknown required event type) or `CorruptLog` (everything else).
+    Args:
+        data: the file's bytes.
+        session_id: the id the header must carry (H4); defaults to the header's own.
+        now: accepted for symmetry with `SessionLog.seed`; the loader appends no
+            end-seed marker, so it is not read.
+        known_types: the event types read without `ignorable` (R14a).
+        normalize_legacy: rewrite older v0 shapes in memory (`Loaded.normalized`;
+            Appendix A); false refuses them as the current rules do.
+
+    Returns:
+        `Loaded`: the header, the stored events plus the closers of an interrupted
+        turn, and where the durable prefix ends (`committed_bytes`, `torn`).
+
+    Raises:
+        UnsupportedFormat: a foreign format version, or an unknown event type that is
+            not `ignorable` (`UnknownEventType`).
+        CorruptLog: everything else: damage inside committed history, a stored event
+            that fails admission (its rule in `.rule`).
     """
     stored = as_stored_bytes(data)
     known = known_type_set(known_types)
@@ -310,9 +327,19 @@ def write_jsonl(
     (docs/format/persistence.md §2.1).
 
     The header line and its newline, then (only when there are events) every
-    storage record followed by a newline. `ranged_sources` spells citations with
-    ranges, as DSH's writers from 0.1.2 on do (§2.5); the default is the plain
-    spelling every v0 reader reads.
+    storage record followed by a newline.
+
+    Args:
+        header: the session header (a `SessionHeader` or its wire object).
+        events: the log's events, in order.
+        pack_chunks: pack runs of delta chunks into chunk rows (docs/format/events.md §7).
+        ranged_sources: spell citations with ranges, as DSH's writers from 0.1.2 on do
+            (§2.5); the default is the plain spelling every v0 reader reads.
+
+    Raises:
+        SessionHeaderError: the header breaks a rule of docs/format/admission.md §6.
+        KernelError: an item is not an `Event` or holds a value no reader could read
+            back (the subclass names the rule).
     """
     records = encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
     return header_line(header) + b"\n" + records

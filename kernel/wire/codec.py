@@ -134,6 +134,18 @@ def event_from_wire(obj: dict[str, Any], where: str, *, lossless: bool) -> Event
 def event_from_json(obj: Any) -> Event:
     """Decode one wire event: R1 over the whole object, then the envelope rules.
 
+    Args:
+        obj: a wire event object (plain or frozen JSON), camelCase keys as on disk.
+
+    Returns:
+        The `Event`, holding a frozen copy of the object's values.
+
+    Raises:
+        NotLosslessJson: a value is not lossless JSON (R1).
+        InvalidEnvelope: the envelope's keys or fields break R2.
+        SurfaceMarkerError: `surfaceOp` breaks R5/R6.
+        ProvenanceError: `sourceEventSeqs` breaks R7.
+
     >>> event_from_json({"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}).seq
     0
     """
