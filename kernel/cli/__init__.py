@@ -1,6 +1,8 @@
-"""The `session-kernel` command: inspect, verify and repair stored session logs.
+"""The `session-kernel` command: inspect, verify, repair and export stored session logs,
+and serve them read-only to an ACP client.
 
-    session-kernel inspect LOG [--session ID] [--json]
+    session-kernel inspect LOG [--session ID] [--json | --jsonl] [--turns] [--messages N]
+                           [--tail] [--all] [--no-pager]
     session-kernel verify PATH... [--jobs N] [--exclude GLOB]... [--hidden] [--json]
                           [--scheduler ADDRESS | --dask local] [--report FILE [--minimize]]
                           [--strict] [--timeout SECONDS]
@@ -11,7 +13,8 @@
 Every command that reads logs takes `--max-decoded-bytes N` (a Zstandard log's
 plaintext cap) and all but `acp-serve` take `--strict-shapes`.
 
-LOG is a `.jsonl`, `.jsonl.zstd` or SQLite file. Every decision comes from the
+LOG is a `.jsonl`, `.jsonl.zstd` or SQLite file, or a `JsonlStore` root with
+`--session ID` (inspect, repair, export). Every decision comes from the
 pure kernel; this package only reads files, commits repairs through the store
 and prints. Whatever goes wrong ends in one line naming the log and the error
 class, never a traceback (an unexpected exception is an internal error, exit
@@ -49,8 +52,17 @@ def _version() -> str:
 
 
 def _run_inspect(args: argparse.Namespace, now: int) -> int:
-    from kernel.cli.inspecting import run_inspect
+    from kernel.cli.inspecting import FULL, View, run_inspect
 
+    if args.all:
+        view = FULL
+    else:
+        view = View(
+            turns=None if args.turns else View().turns,
+            messages=args.messages,
+            surface=False,
+            tail=args.tail,
+        )
     return run_inspect(
         args.log,
         session=args.session,
@@ -58,6 +70,9 @@ def _run_inspect(args: argparse.Namespace, now: int) -> int:
         now=now,
         normalize_legacy=not args.strict_shapes,
         max_decoded_bytes=args.max_decoded_bytes,
+        view=view,
+        as_jsonl=args.jsonl,
+        no_pager=args.no_pager,
     )
 
 
@@ -172,6 +187,30 @@ def _seconds(value: str) -> float:
     return seconds
 
 
+def _messages(value: str) -> int | None:
+    if value == "all":
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number or 'all': {value!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, or 'all'")
+    return count
+
+
+_LOG_HELP: Final = ".jsonl, .jsonl.zstd or SQLite file, or a JsonlStore root with --session"
+
+
+def _add_session(command: argparse.ArgumentParser, what: str) -> None:
+    command.add_argument(
+        "--session",
+        metavar="ID",
+        help=f"the session {what}: of a SQLite database, or the session in a JsonlStore "
+        "root directory given as LOG",
+    )
+
+
 def _wrap(text: str) -> str:
     return textwrap.fill(text, width=78)
 
@@ -182,8 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="session-kernel",
         description=_wrap(
-            "Inspect, verify and repair agent session event logs "
-            "(DeepSeek Harness session log format v0)."
+            "Inspect, verify, repair and export agent session event logs "
+            "(DeepSeek Harness session log format v0), and serve them read-only to an "
+            "Agent Client Protocol client (acp-serve)."
         ),
         epilog=exits.EPILOG,
         formatter_class=formatter,
@@ -195,17 +235,45 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect",
         help="show what the kernel derives from one log",
         description=_wrap(
-            "Show a log's header, event counts, turns, surface, derived messages, "
-            "request header in force, repair plan and torn tail. Writes nothing."
+            "Show a summary of a log: its header, event counts, the last turns, the "
+            "surface and message counts, the request header in force, the repair plan "
+            "and the torn tail; --turns, --messages, --tail and --all show more. --json "
+            "and --jsonl print the whole report. Tables go through $PAGER (less) when "
+            "standard output is a terminal. Writes nothing."
         ),
-        epilog=exits.EPILOG,
+        epilog=exits.EPILOGS["inspect"],
         formatter_class=formatter,
     )
-    inspect.add_argument("log", metavar="LOG", help=".jsonl, .jsonl.zstd or SQLite file")
-    inspect.add_argument(
-        "--session", metavar="ID", help="the session to show (SQLite; default: all sessions)"
+    inspect.add_argument("log", metavar="LOG", help=_LOG_HELP)
+    _add_session(inspect, "to show (default: every session of a database)")
+    output = inspect.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document")
+    output.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="print the report as JSON Lines: one record per line (a turn, a message, ...)",
     )
-    inspect.add_argument("--json", action="store_true", help="print one JSON document")
+    inspect.add_argument("--turns", action="store_true", help="list every turn, not the last 5")
+    inspect.add_argument(
+        "--messages",
+        type=_messages,
+        default=0,
+        metavar="N",
+        help="list the last N derived messages ('all': every one; default 0)",
+    )
+    inspect.add_argument(
+        "--tail",
+        action="store_true",
+        help="list the last 20 stored events and every complete record of a torn tail",
+    )
+    inspect.add_argument(
+        "--all",
+        action="store_true",
+        help="every section in full: all turns and messages, surface seqs, replacements, tail",
+    )
+    inspect.add_argument(
+        "--no-pager", action="store_true", help="never page the tables (also: PAGER=)"
+    )
     _add_strict_shapes(inspect)
     _add_max_decoded_bytes(inspect)
     inspect.set_defaults(run=_run_inspect)
@@ -221,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
             "history in which every tool call is answered. A path that cannot be read is "
             "reported as unreadable, and the other logs are still verified."
         ),
-        epilog=exits.EPILOG,
+        epilog=exits.EPILOGS["verify"],
         formatter_class=formatter,
     )
     verify.add_argument("paths", metavar="PATH", nargs="+", help="log files or directories")
@@ -288,13 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
             "tail and append the closers of an interrupted final turn, durably. Running it "
             "again finds nothing to do."
         ),
-        epilog=exits.EPILOG,
+        epilog=exits.EPILOGS["repair"],
         formatter_class=formatter,
     )
-    repair.add_argument("log", metavar="LOG", help=".jsonl, .jsonl.zstd or SQLite file")
-    repair.add_argument(
-        "--session", metavar="ID", help="the session to repair (SQLite; default: all sessions)"
-    )
+    repair.add_argument("log", metavar="LOG", help=_LOG_HELP)
+    _add_session(repair, "to repair (default: every session of a database)")
     repair.add_argument("--dry-run", action="store_true", help="print the plan and write nothing")
     repair.add_argument(
         "--strict-tail",
@@ -320,16 +386,14 @@ def build_parser() -> argparse.ArgumentParser:
             "that replay it, or as the OpenAI-compatible or Anthropic request body of its "
             "next model request. Writes nothing."
         ),
-        epilog=exits.EPILOG,
+        epilog=exits.EPILOGS["export"],
         formatter_class=formatter,
     )
-    export.add_argument("log", metavar="LOG", help=".jsonl, .jsonl.zstd or SQLite file")
+    export.add_argument("log", metavar="LOG", help=_LOG_HELP)
     export.add_argument(
         "--format", required=True, choices=("acp", "openai", "anthropic"), help="the projection"
     )
-    export.add_argument(
-        "--session", metavar="ID", help="the session (SQLite; needed if it holds several)"
-    )
+    _add_session(export, "to print (needed for a database of several sessions)")
     export.add_argument(
         "--view",
         choices=("transcript", "surface"),
@@ -350,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
             "protocol error. STORE is a JSONL store directory, a SQLite database or one "
             "JSONL log. Needs the acp extra."
         ),
-        epilog=exits.EPILOG,
+        epilog=exits.EPILOGS["acp-serve"],
         formatter_class=formatter,
     )
     serve.add_argument("store", metavar="STORE", help="JSONL store directory, SQLite file or log")

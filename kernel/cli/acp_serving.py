@@ -41,13 +41,12 @@ from acp.utils import serialize_params
 from pydantic import ValidationError
 
 from kernel.cli.acp_stdio import MAX_LINE_BYTES, LineTransport
-from kernel.cli.sources import SQLITE, describe_os_error, kind_of, open_log
+from kernel.cli.sources import SQLITE, describe_os_error, holds_zstd, kind_of, open_log
 from kernel.cli.sqlite import sqlite_listing
 from kernel.errors import KernelError
 from kernel.projections import acp_updates
 from kernel.store.errors import SessionNotFound
 from kernel.store.jsonl import JsonlStore
-from kernel.store.paths import ZSTD_NAME
 from kernel.store.results import SessionListing
 from kernel.values.events import Event, SessionHeader
 from kernel.values.json import summary
@@ -129,7 +128,7 @@ class StoreReader:
 
     def _jsonl_store(self) -> JsonlStore:
         root = Path(self.path)
-        return JsonlStore(root, zstd=_holds_zstd(root), max_decoded_bytes=self.max_decoded_bytes)
+        return JsonlStore(root, zstd=holds_zstd(root), max_decoded_bytes=self.max_decoded_bytes)
 
     # -- every kind of store ----------------------------------------------------------------
 
@@ -169,25 +168,6 @@ class StoreReader:
             if opened.session != session_id:
                 raise SessionNotFound(f"no stored session {summary(session_id)}")
         return opened.header, (*opened.stored, *opened.closers)
-
-
-def _holds_zstd(root: Path) -> bool:
-    """Whether a JSONL store root holds Zstandard session files (a root holds one encoding).
-
-    A project directory that is a symbolic link is not looked into; the listing
-    reports it.
-    """
-    try:
-        projects = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return False
-    for project in projects:
-        try:
-            if any((entry / ZSTD_NAME).is_file() for entry in project.iterdir()):
-                return True
-        except OSError:
-            continue
-    return False
 
 
 @contextmanager

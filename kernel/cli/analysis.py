@@ -34,6 +34,7 @@ __all__ = (
     "provider_pairing_problems",
     "repaired_log_problems",
     "inspection",
+    "last_events",
 )
 
 PREVIEW_CHARS: Final = 60
@@ -278,3 +279,31 @@ def inspection(header: Json | None, stored: Sequence[Event], added: Sequence[Eve
         "requestHeader": request_header(fold_request_header(stored)),
         "repair": {"closers": closers(added)},
     }
+
+
+def _event_detail(event: Event) -> str | None:
+    """What names one event in a list: its message's role and id, else its turn, step, call."""
+    message = project_message(event)
+    if message is not None:
+        parts = [_get(message, "role"), _get(message, "id")]
+        call = _get(_get(message, "source"), "callId")
+        if call is not None:
+            parts.append(f"(call {call})")
+    else:
+        data = event.data
+        parts = [
+            f"{key} {_get(data, key)}" for key in ("turn", "step") if _get(data, key) is not None
+        ]
+        call = _get(data, "callId")
+        if call is not None:
+            parts.append(f"call {call}")
+    return " ".join(str(part) for part in parts if part is not None) or None
+
+
+def last_events(events: Sequence[Event], count: int) -> list[Json]:
+    """The last `count` events, each as its seq, type and what names it (`inspect --tail`)."""
+    start = max(len(events) - count, 0)
+    return [
+        {"seq": event.seq, "type": event.type, "detail": _event_detail(event)}
+        for event in events[start:]
+    ]

@@ -20,13 +20,25 @@
 
 For `verify` the worst status found decides: error or timeout (4), then invalid
 (1), then unreadable (2), then unsupported (3).
+
+`EPILOG` is the top-level help's summary of them all; each subcommand's help
+shows only its own statuses (`EPILOGS`).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-__all__ = ("OK", "INVALID", "USAGE", "UNSUPPORTED", "INTERNAL", "INTERRUPTED", "EPILOG")
+__all__ = (
+    "OK",
+    "INVALID",
+    "USAGE",
+    "UNSUPPORTED",
+    "INTERNAL",
+    "INTERRUPTED",
+    "EPILOG",
+    "EPILOGS",
+)
 
 OK: Final = 0
 INVALID: Final = 1
@@ -48,4 +60,72 @@ exit status:
        or unreadable)
   4    internal error (a bug, not a verdict on the log); verify: a log timed out
   130  interrupted
+
+each command's --help lists the statuses it can give.
 """
+"""The top-level help's exit statuses, every command's cases together."""
+
+_READ_ERRORS: Final = """\
+  2    usage error: bad arguments; LOG cannot be read or is not a regular
+       file; or LOG is a directory and no --session ID names a session in it
+  3    the log uses a format this reader does not support
+  4    internal error (a bug, not a verdict on the log)
+  130  interrupted
+"""
+
+EPILOGS: Final = {
+    "inspect": """\
+exit status:
+  0    the log was inspected (a torn tail or an open last turn is reported,
+       not an error)
+  1    the log is invalid: corrupt or inadmissible; no stored session has the
+       --session ID; or a session of a database cannot be read (the others
+       are still shown)
+"""
+    + _READ_ERRORS,
+    "verify": """\
+exit status:
+  0    every log verifies; a torn tail, or an interrupted final turn that
+       repairs cleanly, still counts as success
+  1    a log is invalid: corrupt, inadmissible, it breaks a relational
+       invariant, fails repair or fails provider tool pairing (--strict: or
+       has a finding)
+  2    usage error: bad arguments, no logs found, a --report that cannot be
+       written, an unreachable or lost Dask cluster; or a path could not be
+       read (reported as unreadable) and no log is invalid
+  3    a log uses a format this reader does not support, and none is invalid
+       or unreadable
+  4    internal error (a bug), or a log with no verdict within --timeout
+  130  interrupted
+
+the worst status decides: 4, then 1, then 2, then 3.
+""",
+    "repair": """\
+exit status:
+  0    repaired, or nothing to repair (also --dry-run; --undo: bytes put back)
+  1    the log is invalid: corrupt or inadmissible; no stored session has the
+       --session ID; --strict-tail refused its tail; --undo refused a
+       quarantine that does not match, or a log changed since its repair
+"""
+    + _READ_ERRORS,
+    "export": """\
+exit status:
+  0    the projection was printed
+  1    the log is invalid (corrupt or inadmissible); no stored session has the
+       --session ID; or the session cannot be projected (no request header in
+       force for a request body)
+"""
+    + _READ_ERRORS.replace(
+        "bad arguments;", "bad arguments; a database of several sessions\n       without --session;"
+    ),
+    "acp-serve": """\
+exit status:
+  0    standard input ended, or the client stopped reading standard output
+  2    the ACP SDK is not installed (pip install -c constraints.txt '.[acp]')
+  130  interrupted
+
+a request that fails is answered with a JSON-RPC error; it never ends the
+command.
+""",
+}
+"""Each subcommand's `--help` epilog: the exit statuses that command can give."""

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kernel.cli import exits
-from kernel.cli.inspecting import kind_of_path
 from kernel.cli.output import error_line, print_json
-from kernel.cli.sources import SQLITE, open_log, session_ids
+from kernel.cli.sources import SQLITE, log_file, open_log, session_ids
 from kernel.projections import acp_updates, anthropic_request, openai_request
 
 __all__ = ("FORMATS", "VIEWS", "run_export", "export_document")
@@ -41,8 +40,9 @@ def run_export(
     max_decoded_bytes: int | None = None,
 ) -> int:
     """Print the projection of one stored session (a database needs `--session` when it
-    holds more than one); `max_decoded_bytes` caps a Zstandard log's plaintext."""
-    kind = kind_of_path(path)
+    holds more than one, a `JsonlStore` root always does); `max_decoded_bytes` caps a
+    Zstandard log's plaintext."""
+    path, kind = log_file(path, session=session, command="export")
     if kind == SQLITE and session is None:
         ids = session_ids(path, kind, session=None)
         if len(ids) != 1:

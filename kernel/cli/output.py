@@ -28,6 +28,8 @@ __all__ = (
     "stderr_console",
     "print_json",
     "json_document",
+    "json_line",
+    "print_json_lines",
     "error_line",
     "text",
     "table",
@@ -270,6 +272,30 @@ def json_document(document: Any) -> bytes:
     except orjson.JSONEncodeError:
         data = _indented_json(document)
     return _JSON_UNPRINTABLE.sub(_json_escape, data)
+
+
+_LAYOUT: Final = re.compile(b"\n *")
+"""The line breaks and indentation of `_indented_json`: a string holds no raw newline."""
+
+
+def json_line(document: Any) -> bytes:
+    """One JSON document on one line and a newline: `json_document`'s text, compact.
+
+    The same values print, escaped the same way; only the layout differs.
+    """
+    try:
+        data = orjson.dumps(document, default=_default, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        data = _LAYOUT.sub(b"", _indented_json(document)) + b"\n"
+    return _JSON_UNPRINTABLE.sub(_json_escape, data)
+
+
+def print_json_lines(documents: Iterable[Any]) -> None:
+    """Write each document as one JSON line (`json_line`) to stdout, flushing at the end."""
+    out = sys.stdout.buffer
+    for document in documents:
+        out.write(json_line(document))
+    sys.stdout.flush()
 
 
 def print_json(document: Any) -> None:

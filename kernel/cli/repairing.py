@@ -18,9 +18,8 @@ from rich.console import Group
 from rich.text import Text
 
 from kernel.cli import analysis, exits
-from kernel.cli.inspecting import kind_of_path
 from kernel.cli.output import key_values, print_json, printable_doc, stdout_console, table, text
-from kernel.cli.sources import SQLITE, open_log, tail_records_json
+from kernel.cli.sources import SQLITE, log_file, open_log, tail_records_json
 from kernel.cli.sqlite import repair_sqlite
 from kernel.corpus.check import unanswered_call_findings
 from kernel.storage.quarantine import (
@@ -187,9 +186,10 @@ def run_repair(
 ) -> int:
     """Repair one log file (every session of a SQLite database unless `session` is given).
 
+    `path` may be a `JsonlStore` root when `session` names a session in it.
     `max_decoded_bytes` caps a Zstandard log's plaintext (None: the default cap).
     """
-    kind = kind_of_path(path)
+    path, kind = log_file(path, session=session, command="repair")
     reports = _reports(
         path, kind, session, dry_run, now, strict_tail, normalize_legacy, max_decoded_bytes
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -30,7 +31,9 @@ from kernel.storage.quarantine import (
 )
 from kernel.storage.zstd import ZSTD_MAGIC, load_jsonl_zstd
 from kernel.store.collector import paused_collector
-from kernel.store.errors import SessionNotFound
+from kernel.store.errors import SessionNotFound, StoreLayoutError
+from kernel.store.jsonl import JsonlStore
+from kernel.store.paths import ZSTD_NAME
 from kernel.store.results import StoredSession, UnreadableSession
 from kernel.values.events import Event, SessionHeader
 from kernel.wire.codec import header_to_json
@@ -48,6 +51,9 @@ __all__ = (
     "describe_os_error",
     "read_regular",
     "kind_of",
+    "natural_key",
+    "holds_zstd",
+    "log_file",
     "discover",
     "open_logs",
     "open_log",
@@ -162,6 +168,69 @@ def kind_of(path: Path) -> str | None:
     return _kind_by_name(path.name)
 
 
+_DIGITS: Final = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[Any, ...]:
+    """A sort key that orders the digit runs of `name` by value: log2 before log10.
+
+    Text runs compare as text and digit runs as numbers (then as written, so
+    `log01` and `log1` keep one order); the key of any two names compares.
+
+    >>> sorted(["log10", "log2", "log1"], key=natural_key)
+    ['log1', 'log2', 'log10']
+    """
+    parts = _DIGITS.split(name)
+    return tuple((int(part), part) if index % 2 else part for index, part in enumerate(parts))
+
+
+def holds_zstd(root: Path) -> bool:
+    """Whether a JSONL store root holds Zstandard session files (a root holds one encoding).
+
+    A project directory that is a symbolic link is not looked into.
+    """
+    try:
+        projects = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return False
+    for project in projects:
+        try:
+            if any((entry / ZSTD_NAME).is_file() for entry in project.iterdir()):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def log_file(path: str, *, session: str | None, command: str) -> tuple[str, str]:
+    """The log file a command named `command` reads for `path`, and its kind.
+
+    A file is taken as it is: its kind by name or magic bytes, else plain
+    JSONL. A directory is a `JsonlStore` root, and `session` names the session
+    in it: its `session.jsonl` (or `.jsonl.zstd`) file, found as the store
+    finds it, is the log. A session directory or file that is a symbolic link
+    is refused (`StoreLayoutError`), as the store refuses it. A directory
+    without `session` raises `IsADirectoryError`; no session by that id,
+    `SessionNotFound`.
+    """
+    target = Path(path)
+    if not target.is_dir():
+        return path, kind_of(target) or JSONL
+    if session is None:
+        raise IsADirectoryError(
+            errno.EISDIR,
+            f"is a directory ({command} takes one log file, or a JsonlStore root "
+            "with --session ID)",
+            path,
+        )
+    zstd = holds_zstd(target)
+    found = JsonlStore(target, zstd=zstd).path_of(session)
+    for link in (found.parent, found):
+        if link.is_symlink():
+            raise StoreLayoutError(f"{link}: a symbolic link (a store follows none)")
+    return str(found), ZSTD if zstd else JSONL
+
+
 @attrs.frozen
 class Unreadable:
     """A path `verify` was asked about, or met, and could not read.
@@ -211,7 +280,8 @@ def _walked_file(path: Path) -> tuple[str, str] | Unreadable | None:
 def discover(
     paths: Sequence[str], *, exclude: Sequence[str] = (), hidden: bool = False
 ) -> Discovery:
-    """Every log under `paths`, sorted; directories are walked recursively.
+    """Every log under `paths`, in natural order (log2 before log10); directories are
+    walked recursively.
 
     A file named on the command line is taken whatever its name (its kind by
     magic bytes, else JSONL); inside directories only `*.jsonl`, `*.jsonl.zstd`
@@ -257,8 +327,9 @@ def discover(
         for failure in errors:
             where = str(Path(failure.filename)) if failure.filename is not None else str(root)
             keep(Unreadable(where, DIRECTORY, describe_os_error(failure)))
-    failed = sorted(unreadable.values(), key=lambda item: item.path)
-    return Discovery(tuple(sorted(found.items())), tuple(failed))
+    failed = sorted(unreadable.values(), key=lambda item: natural_key(item.path))
+    logs = sorted(found.items(), key=lambda item: natural_key(item[0]))
+    return Discovery(tuple(logs), tuple(failed))
 
 
 def tail_records_json(records: Sequence[TailRecord]) -> list[dict[str, Any]]:
@@ -404,7 +475,8 @@ def open_readable(
     """Like `open_logs`, but every session of a database is read on its own.
 
     For a database without `session`, a session whose header or rows cannot be
-    read (a `KernelError`) is an `UnreadableSession` in its place, in id order,
+    read (a `KernelError`) is an `UnreadableSession` in its place, in natural
+    id order (s2 before s10),
     and the others are read as usual. Otherwise this raises as `open_logs` does.
     """
     if kind != SQLITE or session is not None:
@@ -422,7 +494,7 @@ def open_readable(
         *((header.id, None) for header in listing.headers),
         *((item.location, item) for item in listing.unreadable),
     ]
-    for sid, unreadable in sorted(places, key=lambda place: place[0]):
+    for sid, unreadable in sorted(places, key=lambda place: natural_key(place[0])):
         if unreadable is not None:
             yield unreadable
             continue

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rich.console import Console, Group
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
@@ -43,7 +43,8 @@ from kernel.cli.output import (
     table,
     text,
 )
-from kernel.cli.sources import DIRECTORY, discover, open_log, session_ids
+from kernel.cli.progress import PROGRESS_DELAY, byte_columns, delayed_progress
+from kernel.cli.sources import DIRECTORY, discover, natural_key, open_log, session_ids
 from kernel.corpus import check as corpus_check
 
 __all__ = (
@@ -78,7 +79,8 @@ _LISTED_WHEN_FOUND: Final = frozenset({"timeout"})
 _PASSING: Final = frozenset({"ok", "repairable", "torn"})
 
 PROGRESS_THRESHOLD: Final = 10
-"""A progress bar is drawn (on a terminal) when at least this many files are verified."""
+"""With at least this many files the progress bar (on a terminal) is drawn at once; with
+fewer, once the run has taken `PROGRESS_DELAY` seconds (one large file included)."""
 
 _DETAIL_ROWS: Final = 20
 """Rows listed per passing-but-reported status (torn, repairable) in the table output."""
@@ -198,7 +200,11 @@ def _verify_all(
         dask_local=dask_local,
         log_timeout=log_timeout,
     )
-    bar = None if progress is None else progress.add_task("verifying", total=len(tasks))
+    weights = _task_bytes(tasks)
+    total = sum(weights.values())
+    bar = (
+        None if progress is None else progress.add_task(_described_run(0, len(tasks)), total=total)
+    )
     check = functools.partial(
         corpus.check_task,
         now=now,
@@ -206,8 +212,9 @@ def _verify_all(
         normalize_legacy=normalize_legacy,
         max_decoded_bytes=max_decoded_bytes,
     )
-    late = 0
-    for _, found in executor.run(tasks, check):
+    late = done = 0
+    for task, found in executor.run(tasks, check):
+        done += 1
         results.extend(found)
         for result in found:
             if result.status != "timeout":
@@ -219,9 +226,28 @@ def _verify_all(
             else:
                 progress.console.print(Text(_timeout_line(result)), soft_wrap=True)
         if progress is not None and bar is not None:
-            description = f"verifying ({late} timed out)" if late else "verifying"
-            progress.update(bar, advance=1, description=description)
+            description = _described_run(done, len(tasks), late)
+            progress.update(bar, advance=weights.get(task, 1), description=description)
     return results
+
+
+def _described_run(done: int, tasks: int, late: int = 0) -> str:
+    """The progress bar's words: logs verified so far, and how many timed out."""
+    timed_out = f", {late} timed out" if late else ""
+    return f"verifying {done}/{tasks} log(s){timed_out}"
+
+
+def _task_bytes(tasks: Sequence[corpus.Task]) -> dict[corpus.Task, int]:
+    """The bytes each task reads, for the bar's rate and time left: a JSONL file's size,
+    a database's size shared among its sessions (at least 1 each)."""
+    shares = Counter(task.path for task in tasks)
+    sizes: dict[str, int] = {}
+    for path in shares:
+        try:
+            sizes[path] = os.stat(path).st_size
+        except OSError:
+            sizes[path] = 0
+    return {task: max(sizes[task.path] // shares[task.path], 1) for task in tasks}
 
 
 def _described(problems: Sequence[dict[str, Any]]) -> str:
@@ -500,7 +526,6 @@ def _run(
         raise FileNotFoundError(2, "no logs found (*.jsonl, *.jsonl.zstd, SQLite)", " ".join(paths))
     files = list(found.logs)
     err: Console = stderr_console()
-    show_progress = not as_json and sys.stderr.isatty() and len(files) >= PROGRESS_THRESHOLD
     options: dict[str, Any] = {
         "jobs": jobs,
         "scheduler": scheduler,
@@ -510,22 +535,14 @@ def _run(
         "normalize_legacy": normalize_legacy,
         "max_decoded_bytes": max_decoded_bytes,
     }
-    if show_progress:
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-        )
-        with Progress(*columns, console=err, transient=True) as progress:
-            records = _verify_all(files, now, progress, **options)
-    else:
-        records = _verify_all(files, now, None, **options)
+    delay = 0.0 if len(files) >= PROGRESS_THRESHOLD else PROGRESS_DELAY
+    with delayed_progress(err, byte_columns(), delay=delay) as progress:
+        records = _verify_all(files, now, progress, **options)
     records.extend(
         corpus.check.result_of(unreadable_result(item), size=None, seconds=0.0)
         for item in found.unreadable
     )
-    records.sort(key=lambda r: (r.path, r.session or ""))
+    records.sort(key=lambda r: (natural_key(r.path), natural_key(r.session or "")))
     minimized: list[dict[str, Any]] = []
     if report is not None:
         if minimize:

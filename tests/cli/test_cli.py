@@ -241,11 +241,11 @@ def test_inspect_clean_log_json_counts_turns_messages_and_header(tmp_path: Path)
     assert doc["tail"]["committedBytes"] == doc["tail"]["totalBytes"] == len(data)
 
 
-def test_inspect_clean_log_tables_show_every_section(tmp_path: Path) -> None:
+def test_inspect_all_tables_show_every_section(tmp_path: Path) -> None:
     path = tmp_path / "clean.jsonl"
     path.write_bytes(write_jsonl(header("clean"), clean_log().events))
 
-    proc = run("inspect", path)
+    proc = run("inspect", "--all", path)
 
     assert proc.returncode == 0, proc.stderr
     for heading in ("Header", "Events (", "Turns", "Surface", "Messages (6)"):
@@ -274,7 +274,7 @@ def test_inspect_compaction_log_lists_the_replacement_and_summary_first(tmp_path
     assert [m["id"] for m in doc["messages"]] == ["sum-1", "u2", "a2-1"]
     assert doc["messages"][0]["content"][0]["preview"] == "Summary: the user listed files."
 
-    text = run("inspect", path).stdout
+    text = run("inspect", "--all", path).stdout
     assert "Replacements" in text and "sum-1" in text
 
 
@@ -349,7 +349,7 @@ def test_inspect_markup_in_log_text_is_printed_verbatim(tmp_path: Path) -> None:
     path = tmp_path / "markup.jsonl"
     path.write_bytes(write_jsonl(header("m"), b.events))
 
-    assert "[bold]not markup[/bold]" in run("inspect", path).stdout
+    assert "[bold]not markup[/bold]" in run("inspect", "--messages", "1", path).stdout
 
 
 # -- errors on bad input -------------------------------------------------------------------------
@@ -1039,7 +1039,7 @@ def test_inspect_json_writes_a_lone_surrogate_in_log_text_as_its_escape(tmp_path
 
     assert code == 0
     assert doc["messages"][0]["content"][0]["preview"] == "lone \ud800 half"
-    proc = run("inspect", path)
+    proc = run("inspect", "--messages", "all", path)
     assert proc.returncode == 0 and "lone \\ud800 half" in proc.stdout
 
 
@@ -1141,7 +1141,7 @@ def test_inspect_escapes_terminal_control_sequences_from_the_log(tmp_path: Path)
     path = tmp_path / "escapes.jsonl"
     path.write_bytes(write_jsonl(head, b.events))
 
-    proc = run("inspect", path)
+    proc = run("inspect", "--all", path)
 
     assert proc.returncode == 0
     assert raw_controls(proc.stdout) == set()
