@@ -3,7 +3,8 @@
     python3 benchmarks/shrinking.py                # 5 seeds per bug
     python3 benchmarks/shrinking.py --seeds 10 --show
 
-Three bugs are seeded by monkeypatching the kernel as the law sees it:
+Three bugs are seeded: the first two are given to the law as a broken `Implementation`,
+the third patches the kernel's invariant tracker, which `check_invariants` steps:
 
 * "drop a closer": `interrupted_turn_closers` loses its last closer (caught by P30
   on G-crash prefixes);
@@ -24,7 +25,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import msgspec
@@ -33,18 +34,20 @@ from hypothesis import strategies as st
 from hypothesis.reporting import with_reporter
 
 from kernel.folds import invariants as kernel_invariants
+from kernel.folds.closers import interrupted_turn_closers
+from kernel.folds.surface import fold_surface
 from kernel.values.events import TOOL_RESULT
 from properties import laws
 from properties import strategies as gen
-from properties.laws import _repair as repair_laws
-from properties.laws import _surface as surface_laws
+from properties.laws import Implementation
 from properties.strategies import PERTURBATIONS, perturbations
 
 __all__ = ("BUGS", "Bug", "measure", "main")
 
 
 class Bug(msgspec.Struct, frozen=True):
-    """A seeded bug: how to break the kernel, the generator and the law that should catch it."""
+    """A seeded bug: what to patch while it runs (if anything), the generator and the law,
+    given the broken implementation, that should catch it."""
 
     name: str
     seeded: Callable[[], Any]
@@ -53,38 +56,18 @@ class Bug(msgspec.Struct, frozen=True):
     size: Callable[[Any], int]
 
 
-@contextmanager
-def _closer_dropped() -> Iterator[None]:
-    original = repair_laws.interrupted_turn_closers  # type: ignore[attr-defined]
-
-    def broken(events: Any) -> Any:
-        return original(events)[:-1]
-
-    repair_laws.interrupted_turn_closers = broken  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        repair_laws.interrupted_turn_closers = original  # type: ignore[attr-defined]
+def _closer_dropped(events: Any) -> Any:
+    return interrupted_turn_closers(events)[:-1]
 
 
-@contextmanager
-def _replace_reordered() -> Iterator[None]:
-    original = surface_laws.fold_surface  # type: ignore[attr-defined]
-
-    def broken(events: Any, base: int = 0) -> Any:
-        fold = original(events, base)
-        nodes = list(fold.nodes)
-        for r in fold.replacements:
-            if r.seq in nodes:
-                nodes.remove(r.seq)
-                nodes.append(r.seq)
-        return type(fold)(tuple(nodes), fold.replacements)
-
-    surface_laws.fold_surface = broken  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        surface_laws.fold_surface = original  # type: ignore[attr-defined]
+def _replace_reordered(events: Any, base: int = 0) -> Any:
+    fold = fold_surface(events, base)
+    nodes = list(fold.nodes)
+    for r in fold.replacements:
+        if r.seq in nodes:
+            nodes.remove(r.seq)
+            nodes.append(r.seq)
+    return type(fold)(tuple(nodes), fold.replacements)
 
 
 @contextmanager
@@ -108,8 +91,12 @@ def _duplicate_call_accepted() -> Iterator[None]:
 
 
 def _prefix_law(case: Any) -> None:
-    log, k = case
-    laws.law_crash_prefix_repairs(log.events[:k])
+    broken = Implementation(interrupted_turn_closers=_closer_dropped)
+    laws.law_crash_prefix_repairs(case.events, implementation=broken)
+
+
+def _surface_law(log: Any) -> None:
+    laws.law_surface_nodes_sane(log, implementation=Implementation(fold_surface=_replace_reordered))
 
 
 def _duplicates() -> st.SearchStrategy[Any]:
@@ -121,16 +108,16 @@ def _duplicates() -> st.SearchStrategy[Any]:
 BUGS: tuple[Bug, ...] = (
     Bug(
         "drop a closer",
-        _closer_dropped,
+        nullcontext,
         gen.crash_prefixes,
         _prefix_law,
         lambda case: case[1],
     ),
     Bug(
         "reorder a replace",
-        _replace_reordered,
+        nullcontext,
         gen.loop_logs,
-        laws.law_surface_nodes_sane,
+        _surface_law,
         len,
     ),
     Bug(

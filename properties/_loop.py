@@ -312,22 +312,28 @@ class LoopLog:
 
 
 class CrashPrefix(NamedTuple):
-    """G-crash input: a G-loop log and a cut `k`; the crash prefix is `log.events[:k]`.
+    """G-crash input: a G-loop log and a cut `k`; the crash prefix is its first `k` events.
 
-    Unpacks as `(log, k)`; prints as the prefix, one wire event per line.
+    `events` are kernel `Event`s, what `interrupted_turn_closers` and the other kernel
+    functions take; `wire()` gives the same prefix as wire dicts. Unpacks as `(log, k)`;
+    prints as the prefix, one wire event per line.
     """
 
     log: LoopLog
     k: int
 
     @property
-    def events(self) -> tuple[Wire, ...]:
-        """The crash prefix (the first `k` wire events)."""
-        return self.log.events[: self.k]
+    def events(self) -> tuple[Event, ...]:
+        """The crash prefix as kernel `Event`s (the first `k` events of the log)."""
+        return tuple(event_from_json(e) for e in self.log.events[: self.k])
+
+    def wire(self) -> list[Wire]:
+        """The crash prefix as caller-owned wire dicts."""
+        return copy.deepcopy(list(self.log.events[: self.k]))
 
     def __repr__(self) -> str:
         total = len(self.log.events)
-        return f"CrashPrefix({self.k} of {total} events)\n{format_log(self.events)}"
+        return f"CrashPrefix({self.k} of {total} events)\n{format_log(self.log.events[: self.k])}"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         pretty_as_repr(self, p, cycle)

@@ -7,22 +7,20 @@ events a model loop could write; what it may do next is read off the log itself
 (the open turn, step and calls), so a crash that cuts the log simply continues
 from whatever the prefix says.
 
-Use it from a test module: `TestSessionLog = SessionLogMachine.TestCase`.
+Use it from a test module: `TestSessionLog = SessionLogMachine.TestCase`. To check your own
+folds, `SessionLogMachine.against(Implementation(...)).TestCase` runs the same machine with
+them as the complete folds the incremental state is compared with.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kernel.folds.closers import interrupted_turn_closers
-from kernel.folds.invariants import check_invariants
-from kernel.folds.messages import derive_messages
-from kernel.folds.request_header import HeaderWriterState, fold_request_header, header_event
-from kernel.folds.surface import fold_surface
+from kernel.folds.request_header import HeaderWriterState, header_event
 from kernel.log import SessionLog
 from kernel.storage.jsonl import load_jsonl, write_jsonl
 from kernel.values.json import json_equal, thaw
@@ -31,6 +29,7 @@ from properties import _shapes as shapes
 from properties._loop import HEADER_POOL, plain_text
 from properties._model import messages_of, pairing_cuts, surface_of
 from properties._report import check, format_log
+from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = ("SessionLogMachine",)
 
@@ -79,6 +78,20 @@ def _loop_state(wire: list[dict[str, Any]]) -> _LoopState:
 
 class SessionLogMachine(RuleBasedStateMachine):
     """Appends, seeds, compactions, rewrites, crashes and reloads against complete folds."""
+
+    implementation: ClassVar[Implementation] = KERNEL
+    """The complete folds and closers the machine checks against (`against` picks others)."""
+
+    @classmethod
+    def against(cls, implementation: Implementation) -> type[SessionLogMachine]:
+        """A subclass of this machine that checks `implementation` instead of the kernel's.
+
+        >>> machine = SessionLogMachine.against(Implementation())
+        >>> machine.implementation == KERNEL, issubclass(machine, SessionLogMachine)
+        (True, True)
+        """
+        name = f"{cls.__name__}Against"
+        return type(name, (cls,), {"implementation": implementation, "__module__": cls.__module__})
 
     def __init__(self) -> None:
         super().__init__()
@@ -330,7 +343,7 @@ class SessionLogMachine(RuleBasedStateMachine):
     def reload(self, now: int) -> None:
         events = self.log.events
         loaded = load_jsonl(write_jsonl(_HEADER, events), now=now)
-        expected = [*self.wire(), *(event_to_json(e) for e in interrupted_turn_closers(events))]
+        expected = [*self.wire(), *(event_to_json(e) for e in self.implementation.closers(events))]
         check(
             [event_to_json(e) for e in loaded.events] == expected,
             "machine: reload",
@@ -348,7 +361,8 @@ class SessionLogMachine(RuleBasedStateMachine):
         wire = self.wire()
         law = "machine: incremental state equals complete folds"
         where = f"after {self.history[-8:]}"
-        full = fold_surface(events)
+        impl = self.implementation
+        full = impl.fold_surface(events)
         check(
             [e.seq for e in events] == list(range(len(events))),
             law,
@@ -369,13 +383,13 @@ class SessionLogMachine(RuleBasedStateMachine):
             log=wire,
         )
         check(
-            json_equal(thaw(list(self.log.messages)), thaw(list(derive_messages(events))))
+            json_equal(thaw(list(self.log.messages)), thaw(list(impl.derive_messages(events))))
             and json_equal(thaw(list(self.log.messages)), messages_of(wire)),
             law,
             f"{where}: cached messages differ from derive_messages",
             log=wire,
         )
-        folded = fold_request_header(events)
+        folded = impl.fold_request_header(events)
         check(
             (folded is None and self.log.request_header is None)
             or json_equal(self.log.request_header, folded),
@@ -383,7 +397,7 @@ class SessionLogMachine(RuleBasedStateMachine):
             f"{where}: request header differs from fold_request_header",
             log=wire,
         )
-        found = check_invariants(events)
+        found = impl.check_invariants(events)
         check(not found, law, f"{where}: invariants broken: {list(found)}", log=wire)
 
     def teardown(self) -> None:

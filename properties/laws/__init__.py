@@ -3,8 +3,11 @@
 Each law takes generated input (a log as wire dicts or kernel `Event`s, or the
 input object its generator draws) and raises `LawViolation`, an
 `AssertionError`, explaining the broken law and showing the log one event per
-line. Any test suite can call them inside its own `@given` tests. The laws live
-in internal submodules, one per section of the catalog; import them from here.
+line. Any test suite can call them inside its own `@given` tests. A law that
+checks a fold takes `implementation=` (an `Implementation`, the kernel's
+`KERNEL` by default), so your own closer, fold or checker is what it checks.
+The laws live in internal submodules, one per section of the catalog; import
+them from here.
 """
 
 from properties._headers import HEADER_CHANGES
@@ -39,6 +42,7 @@ from properties.laws._history import (
     law_noise_never_changes_history,
     law_projection,
 )
+from properties.laws._implementation import KERNEL, Implementation
 from properties.laws._invariants import (
     law_all_violations,
     law_loop_logs_well_formed,
@@ -93,6 +97,8 @@ from properties.laws._values import (
 __all__ = (
     "LawViolation",
     "CATALOG",
+    "Implementation",
+    "KERNEL",
     "as_events",
     "as_wire",
     "Store",

@@ -6,21 +6,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel.folds.context import context_event, fold_request_context
-from kernel.folds.messages import derive_messages
 from kernel.folds.request_header import (
     HeaderWriterState,
     canonical_header,
-    fold_request_header,
     header_event,
     headers_equal,
 )
-from kernel.folds.surface import fold_surface
 from kernel.values.json import json_equal, thaw
 from properties._headers import apply_change
 from properties._loop import LoopLog
 from properties._model import canonical, equal_headers
 from properties._report import check, violated
 from properties.laws._common import append_all, as_events, as_wire, same_json
+from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = (
     "law_canonical_idempotent",
@@ -96,12 +94,12 @@ def law_header_equality(
             )
 
 
-def law_header_fold_composes(log: Any) -> None:
+def law_header_fold_composes(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P24: `fold(L) == fold(L[k:], start=fold(L[:k]))` for every k; the fold is the canonical
     header of the last `request/header` (None without one)."""
     law = "P24 fold composition"
     events = as_events(log)
-    whole = fold_request_header(events)
+    whole = implementation.fold_request_header(events)
     last = [e for e in events if e.type == "request/header"]
     if last:
         check(
@@ -115,7 +113,9 @@ def law_header_fold_composes(log: Any) -> None:
             whole is None, law, "a log without request/header folds to non-None", log=as_wire(log)
         )
     for k in range(len(events) + 1):
-        composed = fold_request_header(events[k:], start=fold_request_header(events[:k]))
+        composed = implementation.fold_request_header(
+            events[k:], start=implementation.fold_request_header(events[:k])
+        )
         check(
             (whole is None and composed is None) or json_equal(composed, whole),
             law,
@@ -126,15 +126,15 @@ def law_header_fold_composes(log: Any) -> None:
         )
 
 
-def _attach_generations(log: LoopLog) -> dict[int, int]:
+def _attach_generations(log: LoopLog, *, implementation: Implementation = KERNEL) -> dict[int, int]:
     events = as_events(log)
     gens = {0: 0}
     for instance, at in enumerate(log.seeds, start=1):
-        gens[instance] = fold_surface(events[:at]).replace_generation
+        gens[instance] = implementation.fold_surface(events[:at]).replace_generation
     return gens
 
 
-def law_writer_rules(log: LoopLog) -> None:
+def law_writer_rules(log: LoopLog, *, implementation: Implementation = KERNEL) -> None:
     """P25: replaying the simulated writer through `header_event`: each instance's first request
     logs exactly one `initial`/`resume` (`initial` iff the log had none); later requests log
     `change` iff the header differs from the fold, with `startsSeries` exactly when declared or a
@@ -142,13 +142,13 @@ def law_writer_rules(log: LoopLog) -> None:
     law = "P25 writer rules"
     wire = list(log.events)
     events = as_events(log)
-    gens = _attach_generations(log)
+    gens = _attach_generations(log, implementation=implementation)
     states: dict[int, HeaderWriterState] = {}
     previous_generation: dict[int, int] = {}
     for attempt in log.attempts:
         prefix = events[: attempt.at]
-        baseline = fold_request_header(prefix)
-        generation = fold_surface(prefix).replace_generation
+        baseline = implementation.fold_request_header(prefix)
+        generation = implementation.fold_surface(prefix).replace_generation
         state = states.get(attempt.instance, HeaderWriterState.attach(gens[attempt.instance]))
         data, states[attempt.instance] = header_event(
             state,
@@ -200,7 +200,7 @@ def law_writer_rules(log: LoopLog) -> None:
             check(not attempt.declared, law, f"{where}: a retry carried a declaration")
 
 
-def law_request_reconstruction(log: LoopLog) -> None:
+def law_request_reconstruction(log: LoopLog, *, implementation: Implementation = KERNEL) -> None:
     """P26: at every simulated dispatch, the header fold equals the header used and
     `derive_messages` equals the messages sent (the session's incremental history too)."""
     law = "P26 reconstruction"
@@ -209,7 +209,7 @@ def law_request_reconstruction(log: LoopLog) -> None:
     sessions = append_all(wire)
     for attempt in log.attempts:
         prefix = events[: attempt.dispatch_at]
-        folded = fold_request_header(prefix)
+        folded = implementation.fold_request_header(prefix)
         check(
             folded is not None
             and equal_headers(thaw(folded), canonical(attempt.header))
@@ -220,7 +220,7 @@ def law_request_reconstruction(log: LoopLog) -> None:
             folded=folded,
             used=attempt.header,
         )
-        derived = derive_messages(prefix)
+        derived = implementation.derive_messages(prefix)
         check(
             same_json(list(derived), list(attempt.messages)),
             law,

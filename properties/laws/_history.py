@@ -7,13 +7,13 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kernel.folds.messages import derive_messages, project_message
-from kernel.folds.surface import fold_surface
+from kernel.folds.messages import project_message
 from kernel.values.json import thaw
 from kernel.wire.codec import event_to_json
 from properties._model import messages_of
 from properties._report import check, format_value, violated
 from properties.laws._common import append_all, as_events, as_wire, messages_plain, same_json
+from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = (
     "law_deterministic_derivation",
@@ -27,13 +27,13 @@ __all__ = (
 )
 
 
-def law_deterministic_derivation(log: Any) -> None:
+def law_deterministic_derivation(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P1: `derive_messages` of a log built by appends, called twice, returns equal lists."""
     law = "P1 deterministic derivation"
     wire = as_wire(log)
     sessions = append_all(wire)
     events = sessions[-1].events if sessions else ()
-    first, second = derive_messages(events), derive_messages(events)
+    first, second = implementation.derive_messages(events), implementation.derive_messages(events)
     check(
         same_json(list(first), list(second)) and len(first) == len(second),
         law,
@@ -61,11 +61,13 @@ def law_contiguous_sequence(log: Any) -> None:
         check(session.next_seq == n, law, f"next seq after {n} appends is {session.next_seq}")
 
 
-def law_noise_never_changes_history(messages: Any, mixed: Any) -> None:
+def law_noise_never_changes_history(
+    messages: Any, mixed: Any, *, implementation: Implementation = KERNEL
+) -> None:
     """P5: interleaving non-message events with message events never changes `derive_messages`."""
     law = "P5 non-message events never change history"
-    alone = derive_messages(as_events(messages))
-    together = derive_messages(as_events(mixed))
+    alone = implementation.derive_messages(as_events(messages))
+    together = implementation.derive_messages(as_events(mixed))
     check(
         same_json(list(alone), list(together)),
         law,
@@ -108,7 +110,7 @@ def _mutations(message: Any) -> list[Any]:
     return attempts
 
 
-def law_derived_messages_are_safe(log: Any) -> None:
+def law_derived_messages_are_safe(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P6: derived messages have role user/assistant; mutating them fails or has no effect."""
     law = "P6 derived messages are safe to hand out"
     wire = as_wire(log)
@@ -117,7 +119,7 @@ def law_derived_messages_are_safe(log: Any) -> None:
         return
     session = sessions[-1]
     before = [event_to_json(e) for e in session.events]
-    for source in (derive_messages(session.events), session.messages):
+    for source in (implementation.derive_messages(session.events), session.messages):
         for message in source:
             check(
                 message.get("role") in ("user", "assistant"),
@@ -133,14 +135,14 @@ def law_derived_messages_are_safe(log: Any) -> None:
         violated(law, "mutating derived messages changed the stored log", log=wire)
 
 
-def law_projection(log: Any) -> None:
+def law_projection(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P19: history = projected surface nodes; no empty assistant; each is a stored message."""
     law = "P19 projection"
     events = as_events(log)
     wire = as_wire(log)
-    nodes = fold_surface(events).nodes
+    nodes = implementation.fold_surface(events).nodes
     projected = [m for s in nodes if (m := project_message(events[s])) is not None]
-    derived = derive_messages(events)
+    derived = implementation.derive_messages(events)
     check(
         len(derived) == len(projected)
         and all(a is b for a, b in zip(derived, projected, strict=False)),
@@ -173,7 +175,7 @@ def law_projection(log: Any) -> None:
     )
 
 
-def law_message_cache(log: Any) -> None:
+def law_message_cache(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P20: the incremental history equals the from-scratch derivation after every append,
     across replacements; a history already handed out never grows."""
     law = "P20 cache equivalence"
@@ -182,7 +184,7 @@ def law_message_cache(log: Any) -> None:
     for n, session in enumerate(append_all(wire), start=1):
         cached = session.messages
         check(
-            same_json(list(cached), list(derive_messages(session.events))),
+            same_json(list(cached), list(implementation.derive_messages(session.events))),
             law,
             f"after {n} appends the cached history differs from derive_messages",
             log=wire[:n],
@@ -228,11 +230,11 @@ def tool_pairing_problem(messages: Sequence[Any]) -> str | None:
     return f"calls {missing} of the last assistant message are never answered" if missing else None
 
 
-def law_loop_tool_pairing(log: Any) -> None:
+def law_loop_tool_pairing(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P21: in a loop log's history every tool call is answered exactly once before the next
     assistant message, and every result answers a call of the nearest assistant message."""
     law = "P21 tool pairing in loop logs"
-    messages = derive_messages(as_events(log))
+    messages = implementation.derive_messages(as_events(log))
     problem = tool_pairing_problem(messages)
     if problem is not None:
         violated(

@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from kernel.errors import InvariantViolation
-from kernel.folds.invariants import check_invariants, check_invariants_strict
 from properties._model import violations_of
 from properties._mutations import Perturbation
 from properties._report import check, violated
 from properties.laws._common import as_events, as_wire
+from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = ("law_loop_logs_well_formed", "law_all_violations", "law_perturbations_caught")
 
 
-def law_loop_logs_well_formed(log: Any) -> None:
+def law_loop_logs_well_formed(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P28: every G-loop log passes `check_invariants` (and the fail-fast checker)."""
     law = "P28 loop logs are well-formed"
     events = as_events(log)
-    found = check_invariants(events)
+    found = implementation.check_invariants(events)
     check(
         not found,
         law,
@@ -27,19 +27,19 @@ def law_loop_logs_well_formed(log: Any) -> None:
         seq=found[0].seq if found else None,
     )
     try:
-        check_invariants_strict(events)
+        implementation.check_invariants_strict(events)
     except InvariantViolation as exc:
         violated(law, f"the fail-fast checker raised {exc}", log=as_wire(log), seq=exc.seq)
 
 
-def law_all_violations(log: Any) -> None:
+def law_all_violations(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P28a: `check_invariants` returns one violation per failed condition, in log order (the
     reference tracker's list); empty iff the fail-fast checker accepts; its first element is the
     fail-fast checker's violation."""
     law = "P28a all violations"
     events = as_events(log)
     wire = as_wire(log)
-    found = check_invariants(events)
+    found = implementation.check_invariants(events)
     got = [(v.seq, v.rule) for v in found]
     expected = [(v.seq, v.condition) for v in violations_of(wire)]
     check(
@@ -54,7 +54,7 @@ def law_all_violations(log: Any) -> None:
     seqs = [v.seq for v in found]
     check(seqs == sorted(seqs), law, f"violations are not in log order: {seqs}", log=wire)
     try:
-        check_invariants_strict(events)
+        implementation.check_invariants_strict(events)
     except InvariantViolation as exc:
         check(
             bool(found), law, "the fail-fast checker raised but check_invariants is empty", log=wire
@@ -69,21 +69,21 @@ def law_all_violations(log: Any) -> None:
     check(not found, law, f"the fail-fast checker accepted a log with violations {got}", log=wire)
 
 
-def law_perturbations_caught(p: Perturbation) -> None:
+def law_perturbations_caught(p: Perturbation, *, implementation: Implementation = KERNEL) -> None:
     """P29: a perturbed loop log (turn/step renumbered, a step/end or turn/end deleted, a header
     moved out of its turn) makes the checker raise `InvariantViolation`."""
     law = f"P29 perturbations are caught [{p.kind}]"
     events = as_events(p.events)
     edited = _first_edit(p)
     check(
-        bool(check_invariants(events)),
+        bool(implementation.check_invariants(events)),
         law,
         "check_invariants found nothing (the edited event is marked)",
         log=list(p.events),
         seq=edited,
     )
     try:
-        check_invariants_strict(events)
+        implementation.check_invariants_strict(events)
     except InvariantViolation:
         return
     violated(

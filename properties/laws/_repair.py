@@ -13,10 +13,7 @@ from kernel.folds.closers import (
     TOOL_NOT_STARTED_TEXT,
     TOOL_OUTCOME_UNKNOWN,
     TOOL_OUTCOME_UNKNOWN_TEXT,
-    interrupted_turn_closers,
 )
-from kernel.folds.invariants import check_invariants
-from kernel.folds.messages import derive_messages
 from kernel.log import SessionLog
 from kernel.storage.jsonl import encode_records, load_jsonl, write_jsonl
 from kernel.values.events import APPEND
@@ -25,6 +22,7 @@ from properties._model import scan_for_closers
 from properties._report import check, violated
 from properties.laws._common import as_events, as_wire
 from properties.laws._history import tool_pairing_problem
+from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = (
     "law_crash_prefix_repairs",
@@ -39,12 +37,12 @@ __all__ = (
 _HEADER = {"version": 0, "id": "crash", "createdAt": 0}
 
 
-def law_crash_prefix_repairs(prefix: Any) -> None:
+def law_crash_prefix_repairs(prefix: Any, *, implementation: Implementation = KERNEL) -> None:
     """P30: `R = P + closers(P)` passes restore admission and `check_invariants`, ends with a
     closed turn (or has none), and its history satisfies the P21 pairing condition."""
     law = "P30 every crash prefix repairs to a valid log"
     events = as_events(prefix)
-    repaired = (*events, *interrupted_turn_closers(events))
+    repaired = (*events, *implementation.closers(events))
     shown = [event_to_json(e) for e in repaired]
     try:
         SessionLog.restore(repaired)
@@ -55,7 +53,7 @@ def law_crash_prefix_repairs(prefix: Any) -> None:
             log=shown,
             seq=getattr(exc, "seq", None),
         )
-    found = check_invariants(repaired)
+    found = implementation.check_invariants(repaired)
     check(
         not found,
         law,
@@ -71,16 +69,16 @@ def law_crash_prefix_repairs(prefix: Any) -> None:
             log=shown,
             seq=starts[-1] if starts else None,
         )
-    problem = tool_pairing_problem(derive_messages(repaired))
+    problem = tool_pairing_problem(implementation.derive_messages(repaired))
     check(problem is None, law, f"repaired history: {problem}", log=shown)
 
 
-def law_repair_idempotent(prefix: Any) -> None:
+def law_repair_idempotent(prefix: Any, *, implementation: Implementation = KERNEL) -> None:
     """P31: `closers(R) == ()`."""
     law = "P31 idempotence"
     events = as_events(prefix)
-    repaired = (*events, *interrupted_turn_closers(events))
-    again = interrupted_turn_closers(repaired)
+    repaired = (*events, *implementation.closers(events))
+    again = implementation.closers(repaired)
     check(
         again == (),
         law,
@@ -115,12 +113,12 @@ def law_repair_cycle_writes_once(prefix: Any) -> None:
     check(third.events == second.events, law, "a third cycle changed the events")
 
 
-def law_repair_append_only(prefix: Any) -> None:
+def law_repair_append_only(prefix: Any, *, implementation: Implementation = KERNEL) -> None:
     """P32: `R[:len(P)] == P`; closer seqs continue P contiguously; each closer's time is
     `P[-1].time`."""
     law = "P32 append-only"
     events = as_events(prefix)
-    closers = interrupted_turn_closers(events)
+    closers = implementation.closers(events)
     wire = as_wire(prefix)
     for i, closer in enumerate(closers):
         check(closer.seq == len(events) + i, law, f"closer {i} has seq {closer.seq}", log=wire)
@@ -141,14 +139,14 @@ def law_repair_append_only(prefix: Any) -> None:
     )
 
 
-def law_closer_emptiness(prefix: Any) -> None:
+def law_closer_emptiness(prefix: Any, *, implementation: Implementation = KERNEL) -> None:
     """P33: closers are empty iff P is empty or its last `turn/start` is followed by a `turn/end`;
     otherwise the last is `turn/end {turn, reason: interrupted}`, preceded by a `step/end` iff a
     step was open."""
     law = "P33 emptiness"
     events = as_events(prefix)
     wire = as_wire(prefix)
-    closers = interrupted_turn_closers(events)
+    closers = implementation.closers(events)
     scan = scan_for_closers(wire)
     if scan.open_turn is None:
         check(closers == (), law, "closers for a log with no open turn", log=wire)
@@ -178,14 +176,14 @@ def law_closer_emptiness(prefix: Any) -> None:
         )
 
 
-def law_synthetic_results(prefix: Any) -> None:
+def law_synthetic_results(prefix: Any, *, implementation: Implementation = KERNEL) -> None:
     """P34: one error result per unanswered call of the open step, in request order;
     `TOOL_OUTCOME_UNKNOWN` citing exactly the `tool/call` record when started, else
     `TOOL_NOT_STARTED` citing nothing; ids `interrupted-tool-result-<callId>-<seq>`."""
     law = "P34 synthetic results"
     events = as_events(prefix)
     wire = as_wire(prefix)
-    closers = interrupted_turn_closers(events)
+    closers = implementation.closers(events)
     results = [e for e in closers if e.type == "tool/result"]
     scan = scan_for_closers(wire)
     pending = list(scan.pending.items()) if scan.open_turn is not None else []
@@ -217,15 +215,15 @@ def law_synthetic_results(prefix: Any) -> None:
         check(expect_ok, law, f"synthetic result for {call_id!r} is wrong", log=wire, result=r)
 
 
-def law_closers_deterministic(prefix: Any) -> None:
+def law_closers_deterministic(prefix: Any, *, implementation: Implementation = KERNEL) -> None:
     """P35: equal inputs give equal closers (no clock, no hidden state)."""
     law = "P35 determinism"
     events = as_events(prefix)
     rebuilt = tuple(event_from_json(event_to_json(e)) for e in events)
     a, b, c = (
-        interrupted_turn_closers(events),
-        interrupted_turn_closers(rebuilt),
-        interrupted_turn_closers(list(events)),
+        implementation.closers(events),
+        implementation.closers(rebuilt),
+        implementation.closers(list(events)),
     )
     text = [[event_to_json(e) for e in x] for x in (a, b, c)]
     check(

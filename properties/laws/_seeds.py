@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from kernel.errors import ForkError, KernelError
-from kernel.folds.messages import derive_messages
 from kernel.folds.seeds import fork_prefix, last_end_seed
 from kernel.log import SessionLog
 from kernel.wire.codec import event_to_json
 from properties._report import check, violated
 from properties.laws._common import append_all, as_events, as_wire, same_json
+from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = (
     "law_replay_from_seed",
@@ -26,7 +26,9 @@ def _json(events: Any) -> list[dict[str, Any]]:
     return [event_to_json(e) for e in events]
 
 
-def law_replay_from_seed(log: Any, now: int = 1_770_000_000_000) -> None:
+def law_replay_from_seed(
+    log: Any, now: int = 1_770_000_000_000, *, implementation: Implementation = KERNEL
+) -> None:
     """P3: S2 = seed(S1.log): S1's log is a prefix; one marker is added unless S1 already ended
     in one; derived messages are equal; `first_live_seq == len(S1.log)`."""
     law = "P3 replay from seed"
@@ -55,7 +57,10 @@ def law_replay_from_seed(log: Any, now: int = 1_770_000_000_000) -> None:
             marker=marker,
         )
     check(
-        same_json(list(derive_messages(s2.events)), list(derive_messages(s1.events)))
+        same_json(
+            list(implementation.derive_messages(s2.events)),
+            list(implementation.derive_messages(s1.events)),
+        )
         and same_json(list(s2.messages), list(s1.messages)),
         law,
         "derived messages differ after replay",
@@ -140,7 +145,7 @@ def _inside_open_turn(wire: list[dict[str, Any]], boundary: int) -> bool:
     return False
 
 
-def law_fork_prefix(log: Any, now: int = 1) -> None:
+def law_fork_prefix(log: Any, now: int = 1, *, implementation: Implementation = KERNEL) -> None:
     """P45: at every boundary outside an open turn `fork_prefix(L, b) == L[:b+1]` and the child
     derives the same messages; inside an open turn it raises `ForkError(OPEN_TURN)`."""
     law = "P45 fork prefix"
@@ -167,7 +172,7 @@ def law_fork_prefix(log: Any, now: int = 1) -> None:
         )
         child = SessionLog.seed(prefix, now=now)
         check(
-            same_json(list(child.messages), list(derive_messages(events[: b + 1]))),
+            same_json(list(child.messages), list(implementation.derive_messages(events[: b + 1]))),
             law,
             f"the child forked at {b} derives different messages",
             log=wire,

@@ -15,8 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kernel.errors import CorruptLog, KernelError, LegacyFormat, UnsupportedFormat
-from kernel.folds.closers import interrupted_turn_closers
-from kernel.folds.messages import derive_messages
 from kernel.storage.jsonl import encode_records, load_jsonl, scan_jsonl, write_jsonl
 from kernel.storage.zstd import frame_end, load_jsonl_zstd, write_jsonl_zstd
 from kernel.values.events import Event, SessionHeader
@@ -27,6 +25,7 @@ from kernel.wire.jsontext import encode_json_bytes
 from properties._report import check, violated
 from properties._spelling import header_line, stringify
 from properties.laws._common import as_events, as_wire, same_json
+from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = (
     "Store",
@@ -152,7 +151,14 @@ def _members(line: bytes) -> int:
     return 1
 
 
-def _check_balanced_prefix(law: str, loaded: Any, events: Sequence[Event], n: int | None) -> int:
+def _check_balanced_prefix(
+    law: str,
+    loaded: Any,
+    events: Sequence[Event],
+    n: int | None,
+    *,
+    implementation: Implementation = KERNEL,
+) -> int:
     """The loaded view is a prefix of `events` plus that prefix's closers; returns its length."""
     kept = len(loaded.events) - len(loaded.closers)
     if n is not None:
@@ -169,7 +175,7 @@ def _check_balanced_prefix(law: str, loaded: Any, events: Sequence[Event], n: in
         log=_json(events),
     )
     check(
-        _json(loaded.closers) == _json(interrupted_turn_closers(events[:kept])),
+        _json(loaded.closers) == _json(implementation.closers(events[:kept])),
         law,
         "the loaded closers are not the prefix's closers",
         log=_json(events[:kept]),
@@ -177,7 +183,9 @@ def _check_balanced_prefix(law: str, loaded: Any, events: Sequence[Event], n: in
     return kept
 
 
-def law_truncation_tolerance(header: Mapping[str, Any], log: Any, cut: int) -> None:
+def law_truncation_tolerance(
+    header: Mapping[str, Any], log: Any, cut: int, *, implementation: Implementation = KERNEL
+) -> None:
     """P37 (plain JSONL): truncating the file at any byte after the header line loads the
     prefix of complete records plus its closers; after the repair the file has no torn tail."""
     events = as_events(log)
@@ -191,7 +199,7 @@ def law_truncation_tolerance(header: Mapping[str, Any], log: Any, cut: int) -> N
         loaded = load_jsonl(damaged, now=0)
     except KernelError as exc:
         violated(law, f"load failed: {exc!r}", log=_json(events))
-    _check_balanced_prefix(law, loaded, events, n)
+    _check_balanced_prefix(law, loaded, events, n, implementation=implementation)
     repaired = damaged[: loaded.committed_bytes] + encode_records(loaded.closers)
     scan = scan_jsonl(repaired)
     check(not scan.torn, law, "the repaired file still has a torn tail", log=_json(events))
@@ -199,7 +207,12 @@ def law_truncation_tolerance(header: Mapping[str, Any], log: Any, cut: int) -> N
 
 
 def law_zstd_truncation_tolerance(
-    header: Mapping[str, Any], log: Any, split: int, cut: int
+    header: Mapping[str, Any],
+    log: Any,
+    split: int,
+    cut: int,
+    *,
+    implementation: Implementation = KERNEL,
 ) -> None:
     """P37 (Zstandard): truncating at any offset at or after the end of the header frame loads
     a prefix of the stored events plus its closers."""
@@ -218,7 +231,7 @@ def law_zstd_truncation_tolerance(
         loaded = load_jsonl_zstd(data[:cut], now=0)
     except KernelError as exc:
         violated(law, f"load failed: {exc!r}", log=_json(events))
-    _check_balanced_prefix(law, loaded, events, None)
+    _check_balanced_prefix(law, loaded, events, None, implementation=implementation)
 
 
 def _last_turn_end_line(lines: Sequence[bytes]) -> int:
@@ -230,7 +243,12 @@ def _last_turn_end_line(lines: Sequence[bytes]) -> int:
 
 
 def law_committed_damage_fatal(
-    header: Mapping[str, Any], log: Any, index: int, delete: bool
+    header: Mapping[str, Any],
+    log: Any,
+    index: int,
+    delete: bool,
+    *,
+    implementation: Implementation = KERNEL,
 ) -> None:
     """P38 (plain JSONL): garbage in (or deletion of) a complete record before the last stored
     `turn/end` is `CorruptLog`; at or after it, load succeeds with the prefix before the damage."""
@@ -256,7 +274,7 @@ def law_committed_damage_fatal(
     if fatal:
         violated(law, "damage before the last turn/end was not CorruptLog", log=_json(events))
     n = sum(_members(line) for line in lines[:i])
-    _check_balanced_prefix(law, loaded, events, n)
+    _check_balanced_prefix(law, loaded, events, n, implementation=implementation)
 
 
 def _frames(data: bytes) -> list[tuple[int, int]]:
@@ -322,6 +340,8 @@ def law_repair_once(
     log: Any,
     corrupt_tail: Callable[[], None] | None = None,
     stored_bytes: Callable[[], bytes] | None = None,
+    *,
+    implementation: Implementation = KERNEL,
 ) -> None:
     """P39: `inspect` of a stored crash prefix returns the balanced events and writes nothing;
     `load` commits the repair once (the stored log then ends with the closers); a second load
@@ -337,7 +357,7 @@ def law_repair_once(
     store.append(session_id, events)
     if corrupt_tail is not None:
         corrupt_tail()
-    closers = interrupted_turn_closers(events)
+    closers = implementation.closers(events)
     expected = [*_json(events), *_json(closers)]
     before = stored_bytes() if stored_bytes is not None else None
     inspected = store.inspect(session_id, now=0)
@@ -437,6 +457,8 @@ def law_unknown_types(
     position: int,
     ignorable: bool,
     type_: str = "x-unknown/thing",
+    *,
+    implementation: Implementation = KERNEL,
 ) -> None:
     """P41: an event of a type outside the known vocabulary makes load fail with
     `UnsupportedFormat` unless it is `ignorable`, when it is returned verbatim and derivation
@@ -467,7 +489,10 @@ def law_unknown_types(
         log=edited,
     )
     check(
-        same_json(list(derive_messages(loaded.events)), list(derive_messages(as_events(wire)))),
+        same_json(
+            list(implementation.derive_messages(loaded.events)),
+            list(implementation.derive_messages(as_events(wire))),
+        ),
         law,
         "inserting an ignorable event changed derivation",
         log=edited,

@@ -6,10 +6,11 @@ from collections import Counter
 from typing import Any
 
 from kernel.errors import ReplaceRangeError
-from kernel.folds.surface import fold_surface, is_surface_event
+from kernel.folds.surface import is_surface_event
 from properties._model import surface_of
 from properties._report import check, violated
 from properties.laws._common import append_all, as_events, as_wire
+from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = (
     "law_incremental_surface",
@@ -19,13 +20,13 @@ __all__ = (
 )
 
 
-def law_incremental_surface(log: Any) -> None:
+def law_incremental_surface(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P14: after every append, the incremental nodes and replace generation equal the
     complete fold."""
     law = "P14 incremental = complete"
     wire = as_wire(log)
     for n, session in enumerate(append_all(wire), start=1):
-        full = fold_surface(session.events)
+        full = implementation.fold_surface(session.events)
         check(
             list(session.surface.nodes) == list(full.nodes),
             law,
@@ -43,13 +44,13 @@ def law_incremental_surface(log: Any) -> None:
         )
 
 
-def law_surface_nodes_sane(log: Any) -> None:
+def law_surface_nodes_sane(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P15: nodes are distinct surface-event seqs; never-shadowed surface events are nodes;
     every shadowed seq is in exactly one replacement, off the surface, and cited by it."""
     law = "P15 node sanity"
     events = as_events(log)
     wire = as_wire(log)
-    fold = fold_surface(events)
+    fold = implementation.fold_surface(events)
     nodes = list(fold.nodes)
     check(len(set(nodes)) == len(nodes), law, f"duplicate nodes {nodes}", log=wire)
     for s in nodes:
@@ -84,11 +85,11 @@ def law_surface_nodes_sane(log: Any) -> None:
     )
 
 
-def law_surface_node_count(log: Any) -> None:
+def law_surface_node_count(log: Any, *, implementation: Implementation = KERNEL) -> None:
     """P16: `len(nodes) == #surface events - sum of len(shadowedSeqs)`."""
     law = "P16 node count"
     events = as_events(log)
-    fold = fold_surface(events)
+    fold = implementation.fold_surface(events)
     surface_events = sum(1 for e in events if is_surface_event(e))
     shadowed = sum(len(r.shadowed_seqs) for r in fold.replacements)
     check(
@@ -99,19 +100,19 @@ def law_surface_node_count(log: Any) -> None:
     )
 
 
-def law_windowed_fold(log: Any, base: int) -> None:
+def law_windowed_fold(log: Any, base: int, *, implementation: Implementation = KERNEL) -> None:
     """P17: when no replacement at or after `base` names a seq before it, the windowed fold is
     the complete fold's nodes from `base` on; when one does, it raises `ReplaceRangeError`."""
     law = f"P17 windowed fold (base {base})"
     events = as_events(log)
     wire = as_wire(log)
     base = min(base, len(events))
-    full = fold_surface(events)
+    full = implementation.fold_surface(events)
     reaches_back = any(
         r.seq >= base and (r.start < base or r.end < base) for r in full.replacements
     )
     try:
-        window = fold_surface(events[base:], base=base)
+        window = implementation.fold_surface(events[base:], base=base)
     except ReplaceRangeError:
         if reaches_back:
             return

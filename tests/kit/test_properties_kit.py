@@ -27,14 +27,14 @@ from kernel import (
     event_to_json,
     header_from_json,
     header_to_json,
+    interrupted_turn_closers,
 )
 from kernel.folds import invariants as kernel_invariants
 from kernel.store import JsonlStore, SqliteStore
 from properties import laws
 from properties._mutations import perturb
 from properties.exhaustive import family
-from properties.laws import LawViolation, as_events
-from properties.laws import _repair as repair_laws
+from properties.laws import Implementation, LawViolation, as_events
 from properties.profiles import PROFILES, register_profiles
 from properties.strategies import CrashPrefix, LoopLog, Perturbation, WireEvent, crash_prefixes
 
@@ -110,7 +110,9 @@ def test_from_type_loop_log_and_crash_prefix(log: LoopLog, case: CrashPrefix) ->
     laws.law_loop_logs_well_formed(log)
     laws.law_crash_prefix_repairs(case.events)
     whole, k = case
-    assert case.events == whole.events[:k]
+    assert case.events == whole.kernel_events()[:k]
+    assert case.wire() == list(whole.events[:k])
+    assert interrupted_turn_closers(case.events) == interrupted_turn_closers(case.events)
 
 
 # -- readable counterexamples ----------------------------------------------------------------
@@ -252,9 +254,8 @@ def test_store_factory_gives_a_fresh_store_per_example(
 
 
 @pytest.mark.slow
-def test_falsifying_example_prints_as_events(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = repair_laws.interrupted_turn_closers  # type: ignore[attr-defined]
-    monkeypatch.setattr(repair_laws, "interrupted_turn_closers", lambda e: original(e)[:-1])
+def test_falsifying_example_prints_as_events() -> None:
+    broken = Implementation(interrupted_turn_closers=lambda e: interrupted_turn_closers(e)[:-1])
 
     tried: list[CrashPrefix] = []
 
@@ -262,7 +263,7 @@ def test_falsifying_example_prints_as_events(monkeypatch: pytest.MonkeyPatch) ->
     @given(crash_prefixes())
     def test_repair(case: CrashPrefix) -> None:
         tried.append(case)
-        laws.law_crash_prefix_repairs(case.events)
+        laws.law_crash_prefix_repairs(case.events, implementation=broken)
 
     with pytest.raises(LawViolation) as caught:
         test_repair()

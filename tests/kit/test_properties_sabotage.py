@@ -1,7 +1,8 @@
 """The laws have teeth: each fails when the kernel function it checks is sabotaged.
 
-Every test swaps one kernel function, as the law module sees it, for a subtly
-wrong version and runs the law on a fixed log from the exhaustive family.
+Every test gives a law a subtly wrong version of one function, as an `Implementation`
+(or, for the functions a law does not take as one, by patching the law's module),
+and runs the law on a fixed log from the exhaustive family.
 """
 
 from collections.abc import Callable
@@ -9,15 +10,13 @@ from typing import Any
 
 import pytest
 
+from kernel import derive_messages, fold_surface, interrupted_turn_closers
 from kernel.values.events import Event
 from properties import laws
 from properties.exhaustive import family
-from properties.laws import LawViolation
+from properties.laws import Implementation, LawViolation
 from properties.laws import _header as header_laws
-from properties.laws import _history as history_laws
-from properties.laws import _repair as repair_laws
 from properties.laws import _seeds as seed_laws
-from properties.laws import _surface as surface_laws
 from properties.strategies import LoopLog
 
 _LOGS = list(family("tiny"))
@@ -41,49 +40,55 @@ def _drop_last(f: Callable[..., Any]) -> Callable[..., Any]:
     return broken
 
 
-def test_p19_catches_a_derivation_that_drops_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(history_laws, "derive_messages", _drop_last(history_laws.derive_messages))  # type: ignore[attr-defined]
+def test_p19_catches_a_derivation_that_drops_a_message() -> None:
+    broken = Implementation(derive_messages=_drop_last(derive_messages))
     with pytest.raises(LawViolation, match="P19"):
-        laws.law_projection(_RICH)
+        laws.law_projection(_RICH, implementation=broken)
 
 
-def test_p21_catches_a_history_missing_a_result(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_p21_catches_a_history_missing_a_result() -> None:
     def without_results(events: Any) -> Any:
-        return tuple(m for m in original(events) if m["content"][0].get("type") != "tool-result")
+        return tuple(
+            m for m in derive_messages(events) if m["content"][0].get("type") != "tool-result"
+        )
 
-    original = history_laws.derive_messages  # type: ignore[attr-defined]
-    monkeypatch.setattr(history_laws, "derive_messages", without_results)
     with pytest.raises(LawViolation, match="P21"):
-        laws.law_loop_tool_pairing(_RICH)
+        laws.law_loop_tool_pairing(
+            _RICH, implementation=Implementation(derive_messages=without_results)
+        )
 
 
-def test_p15_catches_a_surface_that_loses_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = surface_laws.fold_surface  # type: ignore[attr-defined]
-
+def test_p15_catches_a_surface_that_loses_a_node() -> None:
     def broken(events: Any, base: int = 0) -> Any:
-        fold = original(events, base)
+        fold = fold_surface(events, base)
         return type(fold)(fold.nodes[:-1], fold.replacements)
 
-    monkeypatch.setattr(surface_laws, "fold_surface", broken)
     with pytest.raises(LawViolation, match="P15"):
-        laws.law_surface_nodes_sane(_RICH)
+        laws.law_surface_nodes_sane(_RICH, implementation=Implementation(fold_surface=broken))
 
 
-def test_p30_catches_closers_that_do_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(repair_laws, "interrupted_turn_closers", lambda events: ())
+def test_p30_catches_closers_that_do_nothing() -> None:
+    broken = Implementation(interrupted_turn_closers=lambda events: ())
     with pytest.raises(LawViolation, match="P30"):
-        laws.law_crash_prefix_repairs(_crash_prefix(_RICH))
+        laws.law_crash_prefix_repairs(_crash_prefix(_RICH), implementation=broken)
 
 
-def test_p34_catches_closers_without_synthetic_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = repair_laws.interrupted_turn_closers  # type: ignore[attr-defined]
-
+def test_p34_catches_closers_without_synthetic_results() -> None:
     def broken(events: Any) -> Any:
-        return tuple(e for e in original(events) if e.type != "tool/result")
+        return tuple(e for e in interrupted_turn_closers(events) if e.type != "tool/result")
 
-    monkeypatch.setattr(repair_laws, "interrupted_turn_closers", broken)
     with pytest.raises(LawViolation, match="P34"):
-        laws.law_synthetic_results(_crash_prefix(_RICH))
+        laws.law_synthetic_results(
+            _crash_prefix(_RICH), implementation=Implementation(interrupted_turn_closers=broken)
+        )
+
+
+def test_a_patched_module_name_does_not_reach_the_laws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only `implementation=` chooses what a law checks: patching a name changes nothing."""
+    import kernel
+
+    monkeypatch.setattr(kernel, "interrupted_turn_closers", lambda events: ())
+    laws.law_crash_prefix_repairs(_crash_prefix(_RICH))
 
 
 def test_p25_catches_a_writer_that_never_logs(monkeypatch: pytest.MonkeyPatch) -> None:
