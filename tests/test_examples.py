@@ -229,7 +229,7 @@ def test_guide_writer_loop_and_store_run_as_shown(
     monkeypatch.chdir(tmp_path)
     ns: dict[str, Any] = {}
     exec(_block("docs/guide.md", "def run_turn("), ns)
-    exec(_block("docs/guide.md", "JsonlStore("), ns)
+    exec(_block("docs/guide.md", 'JsonlStore("sessions/")'), ns)
     header = {
         "config": {"provider": "deepseek", "model": "deepseek-chat"},
         "tools": [{"name": "ls", "description": "List files", "parameters": {"type": "object"}}],
@@ -253,11 +253,13 @@ def test_guide_writer_loop_and_store_run_as_shown(
     assert reasons == ["initial"]
     assert derive_messages(log.events) == tuple(log.messages)
 
-    ns["stored"] = None
-    exec(_block("docs/guide.md", "store.load("), ns)
-    stored, resumed = ns["stored"], ns["log"]
-    assert stored.events == tuple(log.events)
-    assert resumed.events[-1].type == "session/end-seed"
+    # The resume: a live session over the same store, one more turn through it.
+    ns["request_header"] = header
+    exec(_block("docs/guide.md", 'open_session(store, "demo", now=now())'), ns)
+    live = ns["session"].log
+    assert tuple(live.events[: len(log.events)]) == tuple(log.events)
+    assert live.events[len(log.events)].type == "session/end-seed"
     reread = ns["store"].inspect("demo")
-    assert reread.events == tuple(resumed.events)
+    assert reread.events == tuple(live.events)
     assert not reread.repair.needed
+    assert check_invariants(reread.events) == ()

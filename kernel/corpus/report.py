@@ -2,7 +2,8 @@
 
 The schema is versioned (`REPORT_VERSION`, stored in the Parquet metadata
 under `session-kernel.report.version`): a column is only ever added at the
-end, and a change of meaning or type bumps the version. `pyarrow` is imported
+end, and a change of meaning or type bumps the version. `rules` is a list in
+Parquet and the same list joined by commas in CSV. `pyarrow` is imported
 when a report is written, never by `import kernel`. A report is written to a
 temporary file beside its target (with the mode the umask gives a new file)
 and renamed into place, so a failed run leaves no half-written report. Text
@@ -36,8 +37,13 @@ __all__ = (
     "pyarrow_module",
 )
 
-REPORT_VERSION: Final = 1
-"""The version of the report schema below."""
+REPORT_VERSION: Final = 2
+"""The version of the report schema below.
+
+Version 2 made `rules` a list of strings in Parquet, empty when nothing
+failed; in version 1 it was one comma-joined string, null when empty. A CSV
+report is the same in both versions.
+"""
 
 COLUMNS: Final = (
     ("path", "string"),
@@ -47,7 +53,7 @@ COLUMNS: Final = (
     ("events", "int64"),
     ("bytes", "int64"),
     ("check", "string"),
-    ("rules", "string"),
+    ("rules", "list<string>"),
     ("first_seq", "int64"),
     ("torn_bytes", "int64"),
     ("torn_records", "int64"),
@@ -55,13 +61,27 @@ COLUMNS: Final = (
     ("message", "string"),
     ("load_seconds", "float64"),
 )
-"""Every column, in order, with its Arrow type (all nullable but `path` and `status`)."""
+"""Every column, in order, with its Arrow type in Parquet.
 
-PANDAS_DTYPES: Final = {
-    name: {"string": "string", "int64": "Int64", "float64": "Float64"}[kind]
-    for name, kind in COLUMNS
+Every column is nullable but `path`, `status` and `rules`. In CSV, `rules` is
+a string: the rule ids joined by commas (a rule id holds no comma), empty
+when there are none.
+"""
+
+_PANDAS_DTYPE: Final = {
+    "string": "string",
+    "int64": "Int64",
+    "float64": "Float64",
+    "list<string>": "object",
 }
-"""The pandas dtypes of the columns, read with `dtype_backend="numpy_nullable"`."""
+
+PANDAS_DTYPES: Final = {name: _PANDAS_DTYPE[arrow] for name, arrow in COLUMNS}
+"""The pandas dtypes of a Parquet report read with `dtype_backend="numpy_nullable"`.
+
+`rules` is `object`: each cell a NumPy array of `str`. `pd.read_csv(FILE,
+dtype=PANDAS_DTYPES)` gives a CSV report the same dtypes, its `rules` cells
+the comma-joined text (missing when empty): `.str.split(",")` makes them lists.
+"""
 
 TIMING_COLUMNS: Final = ("load_seconds",)
 """Columns that differ from run to run; every other column is a function of the corpus."""
@@ -135,7 +155,7 @@ def _cell(value: str | None) -> str | None:
 
 
 def report_row(result: CorpusResult) -> dict[str, Any]:
-    """One record as a report row: `rules` joined by commas, text cells in `report_text`."""
+    """One record as a Parquet report row: `rules` a list, text cells in `report_text`."""
     return {
         "path": report_text(result.path),
         "session": _cell(result.session),
@@ -144,7 +164,7 @@ def report_row(result: CorpusResult) -> dict[str, Any]:
         "events": result.events,
         "bytes": result.bytes,
         "check": _cell(result.check),
-        "rules": report_text(",".join(result.rules)) if result.rules else None,
+        "rules": [report_text(rule) for rule in result.rules],
         "first_seq": result.first_seq,
         "torn_bytes": result.torn_bytes,
         "torn_records": result.torn_records,
@@ -165,11 +185,22 @@ def pyarrow_module() -> Any:
     return pyarrow
 
 
-def _schema(pa: Any) -> Any:
-    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64()}
+def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A Parquet report row as a CSV row: `rules` joined by commas, None when empty."""
+    return {**row, "rules": ",".join(row["rules"]) or None}
+
+
+def _schema(pa: Any, kind: str) -> Any:
+    """The Arrow schema of a `parquet` or `csv` report (CSV has no list type)."""
+    types = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "list<string>": pa.list_(pa.string()) if kind == "parquet" else pa.string(),
+    }
+    required = ("path", "status", "rules") if kind == "parquet" else ("path", "status")
     fields = [
-        pa.field(name, types[kind], nullable=name not in ("path", "status"))
-        for name, kind in COLUMNS
+        pa.field(name, types[arrow], nullable=name not in required) for name, arrow in COLUMNS
     ]
     return pa.schema(fields, metadata={"session-kernel.report.version": str(REPORT_VERSION)})
 
@@ -196,7 +227,8 @@ def write_report(results: Iterable[CorpusResult], path: str | Path) -> int:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    schema = _schema(pa)
+    schema = _schema(pa, kind)
+    as_row = report_row if kind == "parquet" else lambda r: _csv_row(report_row(r))
     target = Path(path)
     try:
         temp = _new_file(target)
@@ -209,7 +241,7 @@ def write_report(results: Iterable[CorpusResult], path: str | Path) -> int:
         )
         try:
             for chunk in _chunks(results):
-                batch = pa.RecordBatch.from_pylist([report_row(r) for r in chunk], schema=schema)
+                batch = pa.RecordBatch.from_pylist([as_row(r) for r in chunk], schema=schema)
                 writer.write_batch(batch)
                 rows += len(chunk)
             if rows == 0 and kind == "parquet":

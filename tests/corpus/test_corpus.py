@@ -373,9 +373,11 @@ def test_parquet_report_round_trips_through_pandas_with_the_documented_dtypes(
     assert metadata[b"session-kernel.report.version"] == str(REPORT_VERSION).encode()
     expected = [report_row(r) for r in reference]
     got = [
-        {k: (None if pd.isna(v) else v) for k, v in row.items()} for row in frame.to_dict("records")
+        {k: (list(v) if k == "rules" else None if pd.isna(v) else v) for k, v in row.items()}
+        for row in frame.to_dict("records")
     ]
     assert got == expected
+    assert any(len(row["rules"]) > 1 for row in got) and any(not row["rules"] for row in got)
     assert list(tmp_path.iterdir()) == [target]  # no temporary file left behind
 
 
@@ -390,9 +392,11 @@ def test_csv_report_reads_back_with_the_same_dtypes_and_values(
     from_parquet = pd.read_parquet(tmp_path / "report.parquet", dtype_backend="numpy_nullable")
     assert {name: str(dtype) for name, dtype in from_csv.dtypes.items()} == PANDAS_DTYPES
     pd.testing.assert_frame_equal(
-        from_csv.drop(columns=["load_seconds"]),
-        from_parquet.drop(columns=["load_seconds"]),
+        from_csv.drop(columns=["load_seconds", "rules"]),
+        from_parquet.drop(columns=["load_seconds", "rules"]),
     )
+    joined = [",".join(rules) for rules in from_parquet["rules"]]
+    assert list(from_csv["rules"].fillna("")) == joined  # CSV: the list joined by commas
 
 
 def test_an_empty_report_still_has_the_schema(tmp_path: Path) -> None:
