@@ -48,7 +48,16 @@ call = tool_call(turn=1, step=1, callid="c1", name="ls", arguments="")
 log.append("user/message", prompt, time=1)
 """
 
+BAD_LIVE = """\
+from kernel.store import LiveSession
+def use(session: LiveSession) -> None:
+    session.append("turn/strat", turn_start(turn=1), time=0)
+    session.append("tool/call", {"turn": 1, "step": 1, "callid": "", "name": ""}, time=2)
+    session.append("turn/start", turn_start(turn=1), time=0)
+"""
+
 NO_VARIANT = 'No overload variant of "append" of "SessionLog" matches'
+NO_LIVE_VARIANT = 'No overload variant of "append" of "LiveSession" matches'
 
 EXPECTED: dict[str, list[tuple[int, str, str]]] = {
     "good.py": [],
@@ -60,13 +69,19 @@ EXPECTED: dict[str, list[tuple[int, str, str]]] = {
         (3, "call-arg", 'Unexpected keyword argument "callid" for "tool_call"'),
         (4, "call-overload", NO_VARIANT),  # a surface type without surface_op
     ],
+    "bad_live.py": [(3, "call-overload", NO_LIVE_VARIANT), (4, "call-overload", NO_LIVE_VARIANT)],
 }
 """Per module: (line after the prelude, error code, message prefix) of every error, in order."""
 
 
 @pytest.mark.slow
 def test_mypy_strict_rejects_misspelled_event_types_and_payload_keys(tmp_path: Path) -> None:
-    for name, body in (("good.py", GOOD), ("bad_type.py", BAD_TYPE), ("bad_key.py", BAD_KEY)):
+    for name, body in (
+        ("good.py", GOOD),
+        ("bad_type.py", BAD_TYPE),
+        ("bad_key.py", BAD_KEY),
+        ("bad_live.py", BAD_LIVE),
+    ):
         (tmp_path / name).write_text(PRELUDE + body)
     config = tmp_path / "mypy.ini"
     config.write_text(f"[mypy]\nmypy_path = {ROOT}\n")
