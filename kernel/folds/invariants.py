@@ -104,14 +104,34 @@ _POSITION: Final = frozenset({"turn", "step"})
 _CALL: Final = frozenset({"turn", "step", "callId"})
 
 
+def _peek(data: Any, keys: frozenset[str]) -> Any:
+    """`kernel.values.json.members(data, keys)`, asking a lazy source first without the call.
+
+    Most payloads a fold reads are lazy and their source answers `members(keys)`; the
+    general function's checks cost about as much as the source's answer, and a log has
+    one read per event.
+    """
+    if data.__class__ is FrozenObject:
+        source = data._value
+        if source.__class__ is dict:
+            return source
+        try:
+            found = source.members(keys)
+        except AttributeError:  # a source that cannot answer a few members
+            found = None
+        if found is not None:
+            return found
+    return members(data, keys)
+
+
 def _data(event: Event, keys: frozenset[str] | None = None) -> Mapping[str, Any]:
     """The payload's plain container (read-only here), or EventShapeError if not an object.
 
     With `keys`, only those members are read: a lazily loaded payload answers them
     without being built (`kernel.values.json.members`).
     """
-    data = raw(event.data) if keys is None else members(event.data, keys)
-    if type(data) is not dict:
+    data = raw(event.data) if keys is None else _peek(event.data, keys)
+    if data.__class__ is not dict:
         raise EventShapeError(
             f"event seq {event.seq}: {event.type} data must be a JSON object (R12)",
             seq=event.seq,
@@ -132,6 +152,19 @@ def _number(event: Event, data: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def _position(event: Event, data: Mapping[str, Any]) -> tuple[int, int]:
+    """`data`'s turn and step, as `_number` reads them (turn first), in one call."""
+    turn, step = data.get("turn"), data.get("step")
+    if (
+        turn.__class__ is int
+        and step.__class__ is int
+        and 0 < turn <= MAX_SAFE_INTEGER
+        and 0 < step <= MAX_SAFE_INTEGER
+    ):
+        return turn, step  # the common case: what `_number` answers for each
+    return _number(event, data, "turn"), _number(event, data, "step")
+
+
 def _call_id(event: Event, data: Mapping[str, Any]) -> str:
     call_id = data.get("callId")
     if type(call_id) is not str or not call_id:
@@ -144,8 +177,11 @@ def _call_id(event: Event, data: Mapping[str, Any]) -> str:
 
 def _result_call_id(event: Event, data: Mapping[str, Any]) -> str:
     message = data.get("message")
-    source = message.get("source") if isinstance(message, Mapping) else None
-    call_id = source.get("callId") if isinstance(source, Mapping) else None
+    if message.__class__ is dict and (source := message.get("source")).__class__ is dict:
+        call_id = source.get("callId")  # the plain containers of a built payload
+    else:
+        source = message.get("source") if isinstance(message, Mapping) else None
+        call_id = source.get("callId") if isinstance(source, Mapping) else None
     if type(call_id) is not str or not call_id:
         raise MessageShapeError(
             f"event seq {event.seq}: tool/result message must have a tool source "
@@ -218,7 +254,36 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
         next_turn, next_step, pending = self.next_turn, self.next_step, self.pending_calls
         kind = event.type
 
-        if kind == TURN_START:
+        # The kinds of most stepped events first; the branches are disjoint.
+        if kind in _IN_STEP or (kind == TOOL_RESULT and event.surface_op == APPEND):
+            data = _data(
+                event, None if kind == TOOL_RESULT else _CALL if kind == TOOL_CALL else _POSITION
+            )
+            turn, step = _position(event, data)
+            if open_turn is None or turn != open_turn or step != open_step:
+                found.append(
+                    Violation(
+                        seq,
+                        "outside-step",
+                        f"{kind} {turn}.{step} does not name the open step: "
+                        + _where(open_turn, open_step),
+                    )
+                )
+            if kind == TOOL_CALL:
+                pending = pending | {_call_id(event, data)}
+            elif kind == TOOL_RESULT:
+                call_id = _result_call_id(event, data)
+                if call_id not in pending and not _is_not_started_result(data):
+                    found.append(
+                        Violation(
+                            seq,
+                            "result-without-call",
+                            f"tool/result {call_id!r}: no prior tool/call in this step",
+                        )
+                    )
+                pending = pending - {call_id}
+
+        elif kind == TURN_START:
             turn = _number(event, _data(event, _TURN), "turn")
             if open_turn is not None:
                 found.append(
@@ -253,8 +318,7 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
             open_turn, next_turn = None, next_turn + 1
 
         elif kind == STEP_START:
-            data = _data(event, _POSITION)
-            turn, step = _number(event, data, "turn"), _number(event, data, "step")
+            turn, step = _position(event, _data(event, _POSITION))
             if open_turn != turn:
                 found.append(
                     Violation(
@@ -280,8 +344,7 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
             open_step = step
 
         elif kind == STEP_END:
-            data = _data(event, _POSITION)
-            turn, step = _number(event, data, "turn"), _number(event, data, "step")
+            turn, step = _position(event, _data(event, _POSITION))
             if open_turn is None or turn != open_turn or step != open_step:
                 found.append(
                     Violation(
@@ -292,34 +355,6 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
                     )
                 )
             pending, open_step, next_step = frozenset(), None, next_step + 1
-
-        elif kind in _IN_STEP or (kind == TOOL_RESULT and event.surface_op == APPEND):
-            data = _data(
-                event, None if kind == TOOL_RESULT else _CALL if kind == TOOL_CALL else _POSITION
-            )
-            turn, step = _number(event, data, "turn"), _number(event, data, "step")
-            if open_turn is None or turn != open_turn or step != open_step:
-                found.append(
-                    Violation(
-                        seq,
-                        "outside-step",
-                        f"{kind} {turn}.{step} does not name the open step: "
-                        + _where(open_turn, open_step),
-                    )
-                )
-            if kind == TOOL_CALL:
-                pending = pending | {_call_id(event, data)}
-            elif kind == TOOL_RESULT:
-                call_id = _result_call_id(event, data)
-                if call_id not in pending and not _is_not_started_result(data):
-                    found.append(
-                        Violation(
-                            seq,
-                            "result-without-call",
-                            f"tool/result {call_id!r}: no prior tool/call in this step",
-                        )
-                    )
-                pending = pending - {call_id}
 
         elif kind == TOOL_RESULT:
             if event.surface_op is None:
@@ -344,33 +379,37 @@ def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
 
     A chunk that names the open step and follows the last seq changes nothing but
     `last_seq` and fails nothing, so it is passed over without a step (most of a
-    log is chunks); `last_seq` is brought up to date before the next step.
+    log is chunks); `last_seq` is brought up to date before the next step. The
+    members of one packed row share their payload source, and so their turn and
+    step: after one member is passed over, the next is passed over on its seq alone.
     """
     state = InvariantState()
     last = -1
-    passed: object = None  # the payload source of the last chunk passed over since a step
+    nothing = object()
+    passed = nothing  # the payload source of the last chunk passed over since a step
+    chunk, frozen_object = ASSISTANT_CHUNK, FrozenObject
     for event in log:
-        if event.type == ASSISTANT_CHUNK:
+        if event.type == chunk:
             seq = event.seq
-            if seq.__class__ is int and seq > last and state.open_step is not None:
-                data = event.data
-                source = data._value if data.__class__ is FrozenObject else None
-                if source is not None and source is passed:
-                    # The members of one packed row share its turn and step (and any
-                    # other shared source, one payload): passed over as the last one was.
+            data = event.data
+            if seq.__class__ is int and seq > last and data.__class__ is frozen_object:
+                source = data._value
+                if source is passed:  # `passed` is a source only while a step is open
                     last = seq
                     continue
-                position = members(data, _POSITION)
-                if position.__class__ is dict and (
-                    (turn := position.get("turn")).__class__ is int
-                    and (step := position.get("step")).__class__ is int
-                    and turn == state.open_turn
-                    and step == state.open_step
-                ):
-                    last = seq
-                    passed = source
-                    continue
-        passed = None
+                open_step = state.open_step
+                if open_step is not None:
+                    position = _peek(data, _POSITION)
+                    if position.__class__ is dict and (
+                        (turn := position.get("turn")).__class__ is int
+                        and (step := position.get("step")).__class__ is int
+                        and turn == state.open_turn
+                        and step == open_step
+                    ):
+                        last = seq
+                        passed = source
+                        continue
+        passed = nothing
         if last != state.last_seq:
             state = msgspec.structs.replace(state, last_seq=last)
         state, found = state.step(event)

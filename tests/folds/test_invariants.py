@@ -933,3 +933,39 @@ def test_a_payload_shared_by_chunks_of_two_steps_is_checked_in_each() -> None:
     log.step_start(1, 2)
     stale = log.add("assistant/chunk", shared)
     assert violations(log) == [(stale, "outside-step")]
+
+
+_PEEKED_KEYS = (
+    frozenset({"turn"}),
+    frozenset({"turn", "step"}),
+    frozenset({"turn", "step", "callId"}),
+    frozenset({"message"}),  # no source answers it: the payload is built
+)
+
+
+@given(gen.loop_logs(rich=True, max_actions=4, min_actions=1, min_steps=1, shape="any"))
+def test_the_tracker_reads_the_members_kernel_values_json_reads(log: Any) -> None:
+    # The tracker asks a payload's lazy source for the members it reads without the
+    # general `members` call, and falls back to that call when the source cannot
+    # answer; either way it must read what `members` reads, for every kind of source
+    # a loaded log holds (stored lines, chunk rows, built payloads, member views).
+    from kernel.folds.invariants import _peek
+    from kernel.storage.jsonl import load_jsonl, write_jsonl
+    from kernel.values.json import FrozenObject, members, object_member
+
+    header = {"version": 0, "id": "s", "createdAt": 1}
+    stored = write_jsonl(header, list(as_events(log)))
+    for keys in _PEEKED_KEYS:
+        peeked = load_jsonl(stored, now=0).events
+        general = load_jsonl(stored, now=0).events
+        for a, b in zip(peeked, general, strict=True):
+            pairs = [(a.data, b.data)]  # `a` is read only by `_peek` (and `object_member`)
+            if type(b.data) is FrozenObject and type(b.data.get("message")) is FrozenObject:
+                pairs.append((object_member(a.data, "message"), object_member(b.data, "message")))
+            for x, y in pairs:
+                got, expected = _peek(x, keys), members(y, keys)
+                assert type(got) is type(expected)
+                if type(expected) is dict:
+                    assert {k: got[k] for k in keys if k in got} == {
+                        k: expected[k] for k in keys if k in expected
+                    }, (a, keys)
