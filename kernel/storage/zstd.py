@@ -723,6 +723,12 @@ def scan_jsonl_zstd(data: bytes, *, max_decoded_bytes: int | None = None) -> Sca
     whose frames declare more, raises `LimitExceeded` (naming the cap and the
     frame's offset) before any plaintext is kept; pass a larger value for a
     trusted log. Running out of memory is `LimitExceeded` too.
+
+    Raises:
+        LimitExceeded: the plaintext passes `max_decoded_bytes`, or memory runs out.
+        UnsupportedFormat: a foreign format version.
+        CorruptLog: damage inside committed history (a complete frame is checksummed, so
+            any damage inside one is corruption).
     """
     stored = as_stored_bytes(data)
     try:
@@ -751,6 +757,11 @@ def load_jsonl_zstd(
     plan declines, the exact pipeline decompresses the frames again (their plaintext
     is not kept meanwhile) with the whole cap. Running out of memory is
     `LimitExceeded` too.
+
+    Raises:
+        LimitExceeded: the plaintext passes `max_decoded_bytes`, or memory runs out.
+        UnsupportedFormat: as `load_jsonl`.
+        CorruptLog: as `load_jsonl`.
     """
     stored = as_stored_bytes(data)
     normalize = option_flag(normalize_legacy, "normalize_legacy")
