@@ -229,6 +229,22 @@ class SessionLog:
         )
 
     @classmethod
+    def _restore_parsed(
+        cls, records: Iterable[Event | Mapping[str, Any]], *, header: SessionHeader
+    ) -> SessionLog:
+        """`restore` of wire dicts the kernel's JSON reader built (a load's scan), which
+        nobody else holds: their payloads are wrapped as they are, not walked or copied."""
+        return cls._admit_all(
+            records,
+            _admit_header(header),
+            lossless_check=False,
+            label="stored",
+            known_types=DEFAULT_KNOWN_TYPES,
+            check_known=False,
+            parsed=True,
+        )
+
+    @classmethod
     def _admit_all(
         cls,
         events: Iterable[Event | Mapping[str, Any]],
@@ -238,6 +254,7 @@ class SessionLog:
         label: str,
         known_types: frozenset[str],
         check_known: bool = True,
+        parsed: bool = False,
     ) -> SessionLog:
         admitted: list[Event] = []
         surface = SurfaceState.mutable()  # only the last state is kept
@@ -285,7 +302,7 @@ class SessionLog:
                     wire = item
                     order = None
                 plain, event_type, seq, time, ignorable, op, sources = admit_wire_event(
-                    wire, index, lossless_check=lossless_check, where=where
+                    wire, index, lossless_check=lossless_check, where=where, parsed=parsed
                 )
                 if check_known:
                     check_loadable(event_type, plain["data"], ignorable, known_types, where, index)

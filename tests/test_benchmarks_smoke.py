@@ -104,3 +104,26 @@ def test_zstd_hostile_benchmark_scans_nested_frames_and_refuses_bombs(
     out = capsys.readouterr().out
     assert "torn=True" in out and "overlap one another" in out
     assert out.count("LimitExceeded: ") == 2 and "failed" not in out
+
+
+@pytest.mark.slow
+def test_deep_nesting_benchmark_runs_every_measure_on_every_shape(tmp_path: Path) -> None:
+    from deep_nesting import MEASURES
+
+    figures = tmp_path / "deep.json"
+    command = [sys.executable, str(BENCHMARKS / "deep_nesting.py"), "--depths", "1200"]
+    command += ["--shapes", "arrays", "objects", "mixed", "--repeat", "1", "--json", str(figures)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(figures.read_text(encoding="utf-8"))
+    assert [(row["shape"], row["measure"]) for row in rows] == [
+        (shape, measure) for shape in ("arrays", "objects", "mixed") for measure in MEASURES
+    ]
+    for row in rows:
+        assert row["seconds"] > 0 and row["traced_peak"] >= 0, row
+        if row["measure"] == "load_error":
+            assert row["outcome"].startswith("CorruptLog, message "), row
+        elif row["measure"] == "append_error":
+            assert row["outcome"].startswith("NotLosslessJson, message "), row
+        else:
+            assert row["outcome"] == "ok", row

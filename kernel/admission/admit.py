@@ -120,45 +120,71 @@ def admit_parsed(value: Any, where: str) -> Any:
         return value._raw
     if t is not dict and t is not list:
         return _parsed_scalar(value, where)
-    root: Any = {} if t is dict else []
-    active = {id(value)}
-    stack = [(_items(value), root, id(value))]
-    while stack:
-        items, into, ident = stack[-1]
-        is_object = type(into) is dict
-        for key, child in items:
-            if is_object and type(key) is not str:
-                raise NotLosslessJson(
-                    f"{where}: data has the object key {summary(key)}, not a string (R1)"
-                )
-            ct = type(child)
-            if ct is dict or ct is list:
-                if id(child) in active:
-                    raise NotLosslessJson(f"{where}: data contains itself (a cycle) (R1)")
-                copy: Any = {} if ct is dict else []
-                _place(into, key, copy)
-                active.add(id(child))
-                stack.append((_items(child), copy, id(child)))
-                break
-            if ct is FrozenObject or ct is FrozenArray:
-                _place(into, key, child._raw)
-            else:
-                _place(into, key, _parsed_scalar(child, where))
+    # Walked as `admit_json` walks: one frame per open container (the copy, and the next
+    # index of a list copied whole, or the items iterator of a dict filled member by
+    # member); a cycle is caught by Brent's method, against the open containers at
+    # depths 0, 1, 2, 4, 8, ...
+    copies: list[Any] = []
+    states: list[Any] = []
+    marks: list[Any] = []
+    container: Any = value
+    copy: Any = None
+    key: Any = None
+    while True:
+        depth = len(copies)
+        if marks and container is marks[-1]:
+            raise NotLosslessJson(f"{where}: data contains itself (a cycle) (R1)")
+        new: Any = {} if type(container) is dict else list(container)
+        if depth:
+            copy[key] = new
         else:
-            stack.pop()
-            active.discard(ident)
-    return root
-
-
-def _items(container: Any) -> Any:
-    return iter(container.items()) if type(container) is dict else enumerate(container)
-
-
-def _place(into: Any, key: Any, value: Any) -> None:
-    if type(into) is dict:
-        into[key] = value
-    else:
-        into.append(value)
+            root = new
+        copies.append(new)
+        states.append(iter(container.items()) if type(new) is dict else 0)
+        if depth & (depth - 1) == 0:
+            marks.append(container)
+        while copies:
+            copy, state = copies[-1], states[-1]
+            child: Any = None
+            if type(state) is int:
+                for key in range(state, len(copy)):
+                    child = copy[key]
+                    ct = type(child)
+                    if ct is dict or ct is list:
+                        states[-1] = key + 1
+                        break
+                    if ct is FrozenObject or ct is FrozenArray:
+                        copy[key] = child._raw
+                    elif ct is not str and ct is not int:
+                        _parsed_scalar(child, where)
+                    child = None
+            else:
+                for key, child in state:
+                    if type(key) is not str:
+                        raise NotLosslessJson(
+                            f"{where}: data has the object key {summary(key)}, not a string (R1)"
+                        )
+                    ct = type(child)
+                    if ct is dict or ct is list:
+                        break
+                    if ct is FrozenObject or ct is FrozenArray:
+                        copy[key] = child._raw
+                    else:
+                        copy[key] = (
+                            child if ct is str or ct is int else _parsed_scalar(child, where)
+                        )
+                    child = None
+            if child is None:  # the copy is complete: close it
+                depth = len(copies) - 1
+                copies.pop()
+                states.pop()
+                if depth & (depth - 1) == 0:
+                    marks.pop()
+                continue
+            container = child
+            break
+        else:
+            return root
 
 
 def _parsed_scalar(value: Any, where: str) -> Any:
@@ -179,14 +205,17 @@ _LEGACY_OR_HEADER = frozenset({"request/header-delta", "mode/set", REQUEST_HEADE
 
 
 def admit_wire_event(
-    obj: Any, index: int, *, lossless_check: bool, where: str
+    obj: Any, index: int, *, lossless_check: bool, where: str, parsed: bool = False
 ) -> tuple[dict[str, Any], str, int, int, bool, Any, Any]:
     """Admission §3.2 steps 1-5 and R5/R6 for one wire event.
 
     Returns `(plain, type, seq, time, ignorable, op, sources)` for the surface
     plan (R7-R9), which needs the log's state. `plain` is the kernel-owned dict:
     a copy made by R1 when `lossless_check`; else `obj` itself, or when its `data`
-    is a plain container, `obj` with a copy of it made by `admit_parsed`.
+    is a plain container, `obj` with a copy of it made by `admit_parsed`. With
+    `parsed`, `obj` is a wire dict the kernel's own JSON reader built (or one
+    made of such parts), which gives nothing `admit_parsed` refuses and which
+    nobody else holds: it is taken as it is, neither walked nor copied.
     """
     if lossless_check:
         try:
@@ -197,7 +226,7 @@ def admit_wire_event(
         plain = obj._raw  # the kernel's own: admitted, or its parser's output
     else:
         plain = obj
-        if type(obj) is dict:
+        if type(obj) is dict and not parsed:
             if not all(type(key) is str for key in obj):  # a parser gives only str keys
                 raise InvalidEnvelope(f"{where}: envelope keys must be plain strings (R2)")
             data = obj.get("data")

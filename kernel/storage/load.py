@@ -315,7 +315,7 @@ def plan_load(
     try:
         closers = wire_closers(records)
         admitted = header_from_json(view(dict(header)), session_id=session_id)
-        log = SessionLog.restore([*records, *closers], header=admitted)
+        log = SessionLog._restore_parsed([*records, *closers], header=admitted)
     except UnsupportedFormat:
         raise
     except KernelError as exc:

@@ -66,13 +66,20 @@ def scan_records(
 
 
 def read_record(
-    line: bytes, expected: int, label: str, line_no: int, *, ranged: bool = True
+    line: bytes,
+    expected: int,
+    label: str,
+    line_no: int,
+    *,
+    ranged: bool = True,
+    deep: bool = False,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The wire events of one stored record that continues the prefix at seq `expected`,
     or why it ends the prefix: `([], reason)` for an unparsable or non-object record, a
-    malformed chunk row or a seq gap (`seq_gap` raises `CorruptLog` for a `turn/end`)."""
+    malformed chunk row or a seq gap (`seq_gap` raises `CorruptLog` for a `turn/end`).
+    `deep` is `parse_json`'s: the line likely nests past orjson's limit."""
     try:
-        value = parse_json(line)
+        value = parse_json(line, deep=deep)
     except ValueError as exc:
         return [], f"unparsable record at {label} {line_no}: {exc}"
     if type(value) is not dict:

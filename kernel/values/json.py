@@ -382,32 +382,39 @@ def _rebuild(raw_value: Any, lossless: bool) -> Any:
 def _hash_key(value: Any) -> int:
     """A hash consistent with `==` on the raw containers: member order ignored, 1 == 1.0 == True.
 
-    Computed bottom-up with an explicit stack, so deep values do not hit the recursion limit.
+    Computed bottom-up without recursion: a container is hashed once the hashes of
+    its members are on `hashes`, which is when `pending` is back to the length it had
+    when the container was opened. An open container costs two list slots.
     """
-    results: list[int] = []
-    stack: list[tuple[Any, bool]] = [(value, False)]
-    while stack:
-        item, children_done = stack.pop()
+    hashes: list[int] = []
+    pending: list[Any] = [value]
+    opened: list[Any] = []  # the containers whose members are being hashed, innermost last
+    marks: list[int] = []  # the length of `pending` when each was opened
+    while True:
+        while opened and len(pending) == marks[-1]:
+            item = opened.pop()
+            marks.pop()
+            start = len(hashes) - len(item)
+            members = hashes[start:]
+            del hashes[start:]
+            if type(item) is dict:
+                hashes.append(hash(frozenset(zip(item, members, strict=True))))
+            else:
+                hashes.append(hash(("list", *members)))
+        if not pending:
+            return hashes[0]
+        item = pending.pop()
         t = type(item)
         if t is dict:
-            if children_done:
-                hashes = results[len(results) - len(item) :]
-                del results[len(results) - len(item) :]
-                results.append(hash(frozenset(zip(item, hashes, strict=True))))
-            else:
-                stack.append((item, True))
-                stack.extend((child, False) for child in reversed(item.values()))
+            opened.append(item)
+            marks.append(len(pending))
+            pending.extend(reversed(item.values()))
         elif t is list or t is tuple:
-            if children_done:
-                hashes = results[len(results) - len(item) :]
-                del results[len(results) - len(item) :]
-                results.append(hash(("list", *hashes)))
-            else:
-                stack.append((item, True))
-                stack.extend((child, False) for child in reversed(item))
+            opened.append(item)
+            marks.append(len(pending))
+            pending.extend(reversed(item))
         else:
-            results.append(hash(item))
-    return results[0]
+            hashes.append(hash(item))
 
 
 class LazySource(Protocol):
@@ -574,15 +581,17 @@ _PATH_ENDS: Final = 8
 def path_text(path: Sequence[Any]) -> str:
     """A path into a JSON value, as in errors: `['a'][0]`, bounded for deep paths.
 
+    Keys are spelled with their surrogate pairs joined (`canonical_text`), as admitted.
+
     >>> path_text(["a", 0])
     "['a'][0]"
     >>> path_text(["k", 0] * 20)
     "['k'][0]['k'][0]['k'][0]['k'][0] ... 24 more ... ['k'][0]['k'][0]['k'][0]['k'][0]"
     """
     if len(path) <= 2 * _PATH_ENDS:
-        return "".join(f"[{summary(key)}]" for key in path) or "value"
-    head = "".join(f"[{summary(key)}]" for key in path[:_PATH_ENDS])
-    tail = "".join(f"[{summary(key)}]" for key in path[-_PATH_ENDS:])
+        return "".join(f"[{summary(canonical_text(key))}]" for key in path) or "value"
+    head = "".join(f"[{summary(canonical_text(key))}]" for key in path[:_PATH_ENDS])
+    tail = "".join(f"[{summary(canonical_text(key))}]" for key in path[-_PATH_ENDS:])
     return f"{head} ... {len(path) - 2 * _PATH_ENDS} more ... {tail}"
 
 
@@ -620,95 +629,146 @@ def admit_json(value: Any) -> Any:
     t = type(value)
     if t is not dict and t is not list and t is not FrozenObject and t is not FrozenArray:
         return _check_scalar(value, [])
-    if (t is FrozenObject or t is FrozenArray) and known_lossless(value):
-        return value._raw
-    root: list[Any] = []
-    # Each frame: (source items iterator, destination container, id of source, path length)
-    active: set[int] = set()
-    path: list[Any] = []
-    stack: list[tuple[Iterator[tuple[Any, Any]], Any, int]] = []
+    if t is FrozenObject or t is FrozenArray:
+        if known_lossless(value):
+            return value._raw
+        value = value._raw
+    return _admitted_container(value)
 
-    def enter(src: Any, slot_parent: Any, slot_key: Any) -> None:
-        st = type(src)
-        if st is FrozenObject or st is FrozenArray:
-            if src._lossless:
-                _place(slot_parent, slot_key, src._raw)
-                return
-            src = src._raw
-            st = type(src)
-        ident = id(src)
-        if ident in active:
-            raise _reject("a container contains itself (cycle)", path)
-        dst: Any
-        items: Iterator[tuple[Any, Any]]
-        if st is dict:
-            dst = {}
-            items = iter(src.items())
+
+_CONTAINERS: Final = frozenset({dict, list, FrozenObject, FrozenArray})
+
+
+def _admitted_container(value: dict[str, Any] | list[Any]) -> Any:
+    """`admit_json` of a plain container: depth first, in member order, one frame per open
+    container.
+
+    A frame is the copy being filled and how far: the next index of a list (copied
+    whole when opened, so at its exact size, then patched) or the items iterator of
+    a dict (filled member by member). Cycles are caught without a set of the open
+    containers (see `_on_a_cycle`), so an open list costs three list slots and its copy.
+    """
+    path: list[Any] = []  # the keys from `value` down to the container being filled
+    copies: list[Any] = []
+    states: list[Any] = []
+    marks: list[Any] = []  # the open containers at depths 0, 1, 2, 4, 8, ...
+    container: Any = value
+    copy: Any = None
+    key: Any = None
+    while True:
+        # Open `container` (placed at `key` of `copy` unless it is the root).
+        depth = len(copies)
+        if marks and container is marks[-1]:
+            raise _on_a_cycle(value, path)
+        new: Any = {} if type(container) is dict else list(container)
+        if depth:
+            copy[key] = new
         else:
-            dst = []
-            items = enumerate(src)
-        _place(slot_parent, slot_key, dst)
-        active.add(ident)
-        stack.append((items, dst, ident))
-
-    enter(value, root, None)
-    while stack:
-        items, dst, ident = stack[-1]
-        advanced = False
-        for key, child in items:
-            is_obj = type(dst) is dict
-            if is_obj and type(key) is not str:
-                raise _reject(f"object key {summary(key)} is not a str", path)
-            if is_obj and not key.isascii():
-                joined = canonical_text(key)
-                if joined in dst:  # keys are unique: only a joined pair can collide
-                    raise _reject(
-                        f"object key {summary(key)} equals another key once its surrogate pair "
-                        "is joined",
-                        path,
-                    )
-                key = joined
-            path.append(key)
-            ct = type(child)
-            if ct is dict or ct is list or ct is FrozenObject or ct is FrozenArray:
-                enter(child, dst, key if is_obj else None)
-                if stack[-1][1] is not dst:
-                    advanced = True
-                    break
-                path.pop()
+            root = new
+        copies.append(new)
+        states.append(iter(container.items()) if type(new) is dict else 0)
+        if depth & (depth - 1) == 0:
+            marks.append(container)
+        # Fill the innermost copy until a member is a container to open, or all are done.
+        while copies:
+            copy, state = copies[-1], states[-1]
+            ct: Any = None
+            if type(state) is int:
+                for key in range(state, len(copy)):
+                    child = copy[key]
+                    ct = type(child)
+                    if ct is str:
+                        if not child.isascii():
+                            copy[key] = canonical_text(child)
+                    elif ct is int:
+                        if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                            _check_scalar(child, [*path, key])
+                    elif ct in _CONTAINERS:
+                        states[-1] = key + 1
+                        break
+                    elif ct is not bool and child is not None:
+                        copy[key] = _check_scalar(child, [*path, key])
+                    ct = None
             else:
-                v = _check_scalar(child, path)
-                path.pop()
-                if is_obj:
-                    dst[key] = v
-                else:
-                    dst.append(v)
-        if not advanced:
-            stack.pop()
-            active.discard(ident)
-            if path:
-                path.pop()
-    return root[0]
+                for member, child in state:
+                    key = member
+                    if type(key) is not str:
+                        raise _reject(f"object key {summary(key)} is not a str", path)
+                    if not key.isascii():
+                        key = canonical_text(key)
+                        if key in copy:  # keys are unique: only a joined pair can collide
+                            raise _reject(
+                                f"object key {summary(member)} equals another key once its "
+                                "surrogate pair is joined",
+                                path,
+                            )
+                    ct = type(child)
+                    if ct is str:
+                        copy[key] = child if child.isascii() else canonical_text(child)
+                    elif (
+                        (ct is int and -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER)
+                        or ct is bool
+                        or child is None
+                    ):
+                        copy[key] = child
+                    elif ct in _CONTAINERS:
+                        break
+                    else:
+                        copy[key] = _check_scalar(child, [*path, member])
+                    ct = None
+            if ct is None:  # the copy is complete: close it
+                depth = len(copies) - 1
+                copies.pop()
+                states.pop()
+                if depth & (depth - 1) == 0:
+                    marks.pop()
+                if depth:
+                    path.pop()
+                continue
+            if (ct is FrozenObject or ct is FrozenArray) and child._lossless:
+                copy[key] = child._raw  # already admitted: shared
+                continue
+            container = child._raw if ct is FrozenObject or ct is FrozenArray else child
+            path.append(key if type(copy) is list else member)
+            break
+        else:
+            return root
 
 
-def _place(parent: Any, key: Any, value: Any) -> None:
-    if type(parent) is dict:
-        parent[key] = value
-    else:
-        parent.append(value)
+def _on_a_cycle(value: Any, path: list[Any]) -> NotLosslessJson:
+    """The error for a cycle found on `path`: at its first container that is also above it.
+
+    A walk that keeps no set of the open containers finds a cycle late. It follows
+    the repeating path until it opens the container open at the largest power-of-two
+    depth above it (Brent's method), before the path is four times as deep as where
+    it starts to repeat or as its period. The path from `value` is walked again here
+    to name the first repeated container, as a walk that kept them all would have.
+    """
+    seen = {id(value)}
+    node: Any = value
+    for depth, key in enumerate(path):
+        node = node[key]
+        if type(node) is FrozenObject or type(node) is FrozenArray:
+            node = node._raw
+        if id(node) in seen:
+            return _reject("a container contains itself (cycle)", path[: depth + 1])
+        seen.add(id(node))
+    raise AssertionError("the walk found no cycle on its path")
 
 
 # -- thaw and strict equality -------------------------------------------------------------------
 
 
-_LEFT = object()
-"""Marks, on `thaw`'s stack, the point where a container's copy is complete."""
+_THAWED: Final = frozenset({dict, list, tuple, FrozenObject, FrozenArray})
+"""The member types `thaw` copies (any other value is kept as it is)."""
 
 
 def thaw(value: Any) -> Any:
     """A plain, caller-owned deep copy of a JSON value (frozen or plain); iterative.
 
     A plain value that contains itself is not JSON: `NotLosslessJson`, not a loop.
+    Walked as `admit_json` walks (one frame per open container, lists copied whole
+    and patched, a cycle caught by Brent's method), so depth costs little beyond the copy.
     """
     t = type(value)
     if t is FrozenObject or t is FrozenArray:
@@ -716,68 +776,56 @@ def thaw(value: Any) -> Any:
         t = type(value)
     if t is not dict and t is not list and t is not tuple and not isinstance(value, Mapping):
         return value
-    root: list[Any] = []
-    stack: list[tuple[Any, Any]] = [(value, (root, None))]
-    ancestors: set[int] = set()  # the containers being copied around the current one
-    while stack:
-        src, (parent, key) = stack.pop()
-        if src is _LEFT:
-            ancestors.discard(parent)
-            continue
-        st = type(src)
-        if st is FrozenObject or st is FrozenArray:
-            src = src._raw
-            st = type(src)
-        if id(src) in ancestors:
+    copies: list[Any] = []
+    states: list[Any] = []
+    marks: list[Any] = []  # the open containers at depths 0, 1, 2, 4, 8, ...
+    container: Any = value
+    copy: Any = None
+    key: Any = None
+    while True:
+        # Open `container` (placed at `key` of `copy` unless it is the root).
+        depth = len(copies)
+        if marks and container is marks[-1]:
             raise NotLosslessJson("value: a container contains itself (cycle)")
-        ancestors.add(id(src))
-        stack.append((_LEFT, (id(src), None)))  # popped once every child is copied
-        if st is dict or (st is not list and st is not tuple and isinstance(src, Mapping)):
-            dst_d: dict[Any, Any] = {}
-            _place(parent, key, dst_d)
-            for k, v in src.items():
-                vt = type(v)
-                if (
-                    vt is dict
-                    or vt is list
-                    or vt is tuple
-                    or vt is FrozenObject
-                    or vt is FrozenArray
-                ):
-                    dst_d[k] = None
-                    stack.append((v, (dst_d, k)))
-                else:
-                    dst_d[k] = v
+        is_list = type(container) is list or type(container) is tuple
+        new: Any = list(container) if is_list else {}
+        if depth:
+            copy[key] = new
         else:
-            dst_l: list[Any] = []
-            _place(parent, key, dst_l)
-            for i, v in enumerate(src):
-                vt = type(v)
-                if (
-                    vt is dict
-                    or vt is list
-                    or vt is tuple
-                    or vt is FrozenObject
-                    or vt is FrozenArray
-                ):
-                    dst_l.append(None)
-                    stack.append((v, (_ListSlot(dst_l, i), None)))
-                else:
-                    dst_l.append(v)
-    return root[0]
-
-
-class _ListSlot:
-    """A placeholder parent that writes into a fixed index of a list."""
-
-    __slots__ = ("index", "target")
-
-    def __init__(self, target: list[Any], index: int) -> None:
-        self.target = target
-        self.index = index
-
-    def append(self, value: Any) -> None:
-        self.target[self.index] = value
+            root = new
+        copies.append(new)
+        states.append(0 if is_list else iter(container.items()))
+        if depth & (depth - 1) == 0:
+            marks.append(container)
+        # Fill the innermost copy until a member is a container to open, or all are done.
+        while copies:
+            copy, state = copies[-1], states[-1]
+            child: Any = None
+            found = False
+            if type(state) is int:
+                for key in range(state, len(copy)):
+                    if type(copy[key]) in _THAWED:
+                        states[-1] = key + 1
+                        child, found = copy[key], True
+                        break
+            else:
+                for key, child in state:
+                    if type(child) in _THAWED:
+                        found = True
+                        break
+                    copy[key] = child
+            if not found:  # the copy is complete: close it
+                depth = len(copies) - 1
+                copies.pop()
+                states.pop()
+                if depth & (depth - 1) == 0:
+                    marks.pop()
+                continue
+            ct = type(child)
+            container = child._raw if ct is FrozenObject or ct is FrozenArray else child
+            break
+        else:
+            return root
 
 
 def json_equal(a: Any, b: Any) -> bool:

@@ -9,6 +9,8 @@ RFC 8259 JSON in strict UTF-8. Both are iterative: depth is bounded by memory.
 from __future__ import annotations
 
 import re
+from array import array
+from itertools import repeat
 from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
 
@@ -315,17 +317,22 @@ def _to_double(value: int) -> float:
         return float("inf") if value > 0 else float("-inf")
 
 
-def parse_json(data: bytes | str) -> Any:
+def parse_json(data: bytes | str, *, deep: bool = False) -> Any:
     """Parse one strict RFC 8259 JSON text (strict UTF-8); raises ValueError.
 
     Numbers read as a JavaScript reader reads them: an integer beyond
     ±(2**53 - 1) becomes the nearest double, a literal beyond any double an
     infinity. orjson reads almost everything; `read_json_text` reads what
     orjson refuses but JSON allows (nesting past 1,024 levels, lone-surrogate
-    escapes, `1e400`), at any depth and from any call-stack depth.
+    escapes, `1e400`), at any depth and from any call-stack depth. Both give
+    the same value for a text both read. `deep` says the text is likely to
+    nest past orjson's limit (a typed decode ran out of recursion on it), so
+    orjson is not tried: it would take about 12 bytes per byte of text first.
     """
     raw_bytes = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
+        if deep:
+            raise orjson.JSONDecodeError("nested too deep for orjson", "", 0)
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         value = read_json_text(data.decode("utf-8") if isinstance(data, bytes) else data)
@@ -343,8 +350,12 @@ def parse_json_keeping_negative_zero(data: bytes | str) -> Any:
 # -- the exact reader -----------------------------------------------------------------------------
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+_ARRAY_OPENS = re.compile(r"\[+")
+_ARRAY_CLOSES = re.compile(r"\]+")
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _PLAIN_RUN = re.compile(r'[^"\\\x00-\x1f]*')
+_PLAIN_KEY = re.compile(r'"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
+_SPACES = frozenset(" \t\n\r")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _ESCAPES = {
     '"': '"',
@@ -427,64 +438,111 @@ def read_json_text(text: str, *, negative_zero: bool = False) -> Any:
     its first position and its last value. `negative_zero` reads the token
     `-0` as -0.0. Raises ValueError naming the offset of the first error.
 
+    A container is built when it closes, at its exact size, from the values
+    read since it opened; an open container costs one machine integer. So a
+    value nested n deep costs its own containers and 8n bytes besides.
+
     >>> read_json_text('{"a": [1, 2.5, "\\ud800"]}')
     {'a': [1, 2.5, '\\ud800']}
     """
     space = _SPACE.match
-    # Open containers with the key each is waiting to fill (None for arrays).
-    stack: list[tuple[Any, str | None]] = []
+    # `values`: the finished members of the open containers, in order (an object's as
+    # key, value, key, value). `frames`: one entry per open container, innermost last:
+    # where its members start in `values`, shifted left once, plus 1 for an object.
+    values: list[Any] = []
+    frames = array("q")
     pos = space(text, 0).end()  # type: ignore[union-attr]
     while True:
         # A value starts at `pos`.
         char = text[pos : pos + 1]
         value: Any
-        if char == "{" or char == "[":
-            container: Any = {} if char == "{" else []
-            pos = space(text, pos + 1).end()  # type: ignore[union-attr]
-            if text[pos : pos + 1] == ("}" if char == "{" else "]"):
-                value, pos = container, pos + 1
-            elif char == "[":
-                stack.append((container, None))
+        if char == "[":
+            run_end = _ARRAY_OPENS.match(text, pos).end()  # type: ignore[union-attr]
+            frames.extend(array("q", (len(values) << 1,)) * (run_end - pos))
+            pos = space(text, run_end).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] != "]":
                 continue
+            frames.pop()
+            value, pos = [], pos + 1
+        elif char == "{":
+            pos += 1
+            if text[pos : pos + 1] in _SPACES:
+                pos = space(text, pos).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] == "}":
+                value, pos = {}, pos + 1
             else:
-                stack.append((container, None))
-                pos = _member_key(text, pos, stack)
+                frames.append(len(values) << 1 | 1)
+                pos = _member_key(text, pos, values)
                 continue
         else:
             value, pos = _read_scalar(text, pos, negative_zero)
-        # A value has ended just before `pos`: place it and close what it completes.
-        while True:
-            if not stack:
-                pos = space(text, pos).end()  # type: ignore[union-attr]
-                if pos != len(text):
-                    raise _fail("extra data after the JSON value", pos)
-                return value
-            container, key = stack[-1]
-            if key is None:
-                container.append(value)
-            else:
-                container[key] = value
-            pos = space(text, pos).end()  # type: ignore[union-attr]
+        # A value has ended just before `pos`: close the containers it completes.
+        while frames:
             char = text[pos : pos + 1]
+            if char in _SPACES:  # (a regex call costs more than this test)
+                pos = space(text, pos).end()  # type: ignore[union-attr]
+                char = text[pos : pos + 1]
+            frame = frames[-1]
             if char == ",":
-                pos = space(text, pos + 1).end()  # type: ignore[union-attr]
-                if key is not None:
-                    pos = _member_key(text, pos, stack)
+                values.append(value)
+                pos += 1
+                if text[pos : pos + 1] in _SPACES:
+                    pos = space(text, pos).end()  # type: ignore[union-attr]
+                if frame & 1:
+                    pos = _member_key(text, pos, values)
                 break
-            if char == ("]" if key is None else "}"):
-                stack.pop()
-                value, pos = container, pos + 1
+            start = frame >> 1
+            if frame & 1:
+                if char != "}":
+                    raise _fail("expected ',' or the end of the container", pos)
+                pos += 1
+                frames.pop()
+                if start == len(values) - 1:  # one member: its key is the last value
+                    value = {values.pop(): value}
+                else:
+                    values.append(value)
+                    members = values[start:]
+                    del values[start:]
+                    value = dict(zip(members[::2], members[1::2], strict=True))
                 continue
-            raise _fail("expected ',' or the end of the container", pos)
+            if char != "]":
+                raise _fail("expected ',' or the end of the container", pos)
+            if start == len(values):
+                # The open arrays equal to this one each hold this value alone (an object
+                # would hold a key): a run of `]` closes them in one step.
+                same = 1
+                while same < len(frames) and frames[-1 - same] == frame:
+                    same += 1
+                run = _ARRAY_CLOSES.match(text, pos, pos + same)
+                closes = run.end() - pos  # type: ignore[union-attr]
+                del frames[-closes:]  # first: the frames' memory is free for the arrays
+                for _ in repeat(None, closes):
+                    value = [value]
+                pos += closes
+                continue
+            values.append(value)
+            value = values[start:]
+            del values[start:]
+            pos += 1
+            frames.pop()
+        else:
+            pos = space(text, pos).end()  # type: ignore[union-attr]
+            if pos != len(text):
+                raise _fail("extra data after the JSON value", pos)
+            return value
 
 
-def _member_key(text: str, pos: int, stack: list[tuple[Any, str | None]]) -> int:
-    """Read `"key" :` at `pos` for the object on top of `stack`; the offset of its value."""
+def _member_key(text: str, pos: int, values: list[Any]) -> int:
+    """Read `"key" :` at `pos` onto `values`; the offset of the member's value."""
+    plain = _PLAIN_KEY.match(text, pos)
+    if plain is not None:  # a key without escapes: one match reads it, its colon and spaces
+        values.append(plain.group(1))
+        return plain.end()
     if text[pos : pos + 1] != '"':
         raise _fail("expected a string key", pos)
     key, pos = _read_string(text, pos + 1)
     pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
     if text[pos : pos + 1] != ":":
         raise _fail("expected ':' after an object key", pos)
-    stack[-1] = (stack[-1][0], key)
+    values.append(key)
     return _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]

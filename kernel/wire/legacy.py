@@ -35,7 +35,7 @@ from kernel.values.events import (
     Event,
 )
 from kernel.values.json import MAX_SAFE_INTEGER, is_number, raw, safe_int, summary
-from kernel.wire.codec import event_from_wire, event_to_json
+from kernel.wire.codec import event_from_wire, event_to_wire
 
 __all__ = (
     "STEERING_MESSAGE",
@@ -395,13 +395,21 @@ def _old_looking(event: Event) -> bool:
     return event_type in (ASSISTANT_MESSAGE, TOOL_RESULT) and "message" not in data
 
 
+def _wire_sharing_data(event: Event) -> dict[str, Any]:
+    """The event's wire dict, its payload the frozen value's own container, not a copy:
+    `normalize_legacy` changes nothing it is given, and builds new dicts where it rewrites."""
+    wire = event_to_wire(event)
+    wire["data"] = raw(event.data)
+    return wire
+
+
 def normalize_events(
     events: Sequence[Event], *, session_id: str
 ) -> tuple[tuple[Event, ...], PMap[str, int]]:
     """`normalize_legacy` (lenient) over scanned events: the view a suffix read cuts (A.5)."""
     if not any(map(_old_looking, events)):
         return tuple(events), pmap()
-    wire = [event_to_json(e) for e in events]
+    wire = [_wire_sharing_data(e) for e in events]
     normalized = normalize_legacy(wire, session_id=session_id, lenient=True)
     rebuilt = tuple(
         event

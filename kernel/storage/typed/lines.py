@@ -254,7 +254,7 @@ def _admitted_one_by_one(wires: list[dict[str, Any]], index: int) -> list[Event]
     for wire in wires:
         try:
             plain, event_type, seq, time, ignorable, op, sources = admit_wire_event(
-                wire, index, lossless_check=False, where="stored event"
+                wire, index, lossless_check=False, where="stored event", parsed=True
             )
             if sources is PRESENT_NULL:
                 return None
@@ -307,11 +307,14 @@ def scan_events(
         try:
             wire: Any = decode_ascii_line(line) if line.isascii() else decode_line(line)
         except DECODE_ERRORS:
-            wire = decode_other(line)
+            try:
+                wire, deep = decode_other(line), False
+            except RecursionError:  # nested deeper than msgspec reads from here
+                wire, deep = None, True
         event_type = type_of(type(wire))
         if event_type is None:
             if wire is None:  # as the exact scan reads it
-                wires, issue = read_record(line, expected, label, line_no, ranged=ranged)
+                wires, issue = read_record(line, expected, label, line_no, ranged=ranged, deep=deep)
                 if issue is not None:
                     break
                 admitted = _admitted_one_by_one(wires, expected)

@@ -413,11 +413,14 @@ def decode_other(line: bytes) -> OtherEnvelope | None:
 
     For lines `decode_line` refused: None unless the line is exactly such an event
     (a known, legacy or chunk-row type, or any other defect, is the rules' business).
+    `RecursionError` passes: the line nests deeper than msgspec reads from here.
     """
     try:
         if not line.isascii():
             line.decode("utf-8")
         envelope = _OTHER_DECODER.decode(line)
+    except RecursionError:
+        raise
     except DECODE_ERRORS:
         return None
     return None if envelope.type in _NOT_OTHER else envelope
