@@ -15,6 +15,7 @@ import gc
 import itertools
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import queue
 import socket
@@ -193,7 +194,9 @@ class ProcessPool:
     reported are suspects: the one that killed it cannot be told from its
     neighbours. A suspect gets status `error` (`BrokenProcessPool`) once it
     has been a suspect more than `retries` times; every other unreported
-    task runs again in a new pool. Each task is reported exactly once.
+    task runs again in a new pool. A worker found dead before a window is
+    sent (killed while idle, between windows) makes no suspect: that window
+    runs in a new pool. Each task is reported exactly once.
     `pool` makes the pool from a worker count (tests substitute their own).
     `log_timeout` (seconds) bounds each task's wait in its worker (`Bounded`).
     """
@@ -245,6 +248,9 @@ class ProcessPool:
         for start in range(0, len(pending), window):
             part = list(pending[start : start + window])
             chunk = max(1, min(16, len(part) // (self.workers * 4)))
+            if _lost_a_worker(pool):  # before this window: none of it ran
+                yield start, [], BrokenProcessPool("a worker of the pool died between windows")
+                return
             try:
                 found = pool.map(check, [todo[i] for i in part], chunksize=chunk)
             except BrokenProcessPool as exc:  # broken before this window: none of it ran
@@ -258,6 +264,27 @@ class ProcessPool:
             except BrokenProcessPool as exc:
                 yield start + done, part[done:], exc
                 return
+
+
+def _lost_a_worker(pool: FuturesExecutor) -> bool:
+    """Whether a worker process of `pool` has died (none is asked to stop during a run);
+    if one has, the others are stopped, as the pool stops them once it notices.
+
+    Asked before each window is sent, for the pool notices a dead worker in its own
+    thread, when it gets to it: a window sent in between would fail with it, every
+    task a suspect, though the worker died before any was sent. The others are
+    stopped here because one that died idle may have held the lock of the queue they
+    take work from, and a pool shut down before it noticed would wait for them forever.
+    """
+    processes = getattr(pool, "_processes", None)  # ProcessPoolExecutor's {pid: Process}
+    if not processes:  # not a process pool, not started yet, or shut down
+        return False
+    workers = list(processes.values())
+    if not multiprocessing.connection.wait([worker.sentinel for worker in workers], timeout=0):
+        return False
+    for worker in workers:
+        worker.kill()
+    return True
 
 
 @attrs.frozen

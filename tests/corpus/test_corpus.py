@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import shutil
 import signal
@@ -21,8 +22,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -234,47 +236,171 @@ def test_a_worker_killed_mid_run_reruns_its_tasks_and_every_log_is_reported_once
     assert victim not in client.run(os.getpid).values()  # the worker really died mid-run
 
 
+POOL_WINDOW = 100
+"""Tasks in a window of the process pools below: the corpus's 202 tasks make three windows."""
+HELD = 50
+"""The position of the first task of the first window that `held_check` holds: past the
+first chunk sent to a worker (16 tasks at most), so the first 10 rows come without it."""
+
+
+def held_check(
+    check: Callable[[Task], tuple[CorpusResult, ...]], gate: str, held: frozenset[Task], task: Task
+) -> tuple[CorpusResult, ...]:
+    """`check`; a task of `held` first waits for the file `gate/open` (or for the process
+    that made its worker to end), and meanwhile names itself in `gate/held-PID`, PID its
+    worker's."""
+    opened = Path(gate, "open")
+    if task in held and not opened.exists():
+        parent = os.getppid()
+        note = Path(gate, f".held-{os.getpid()}")
+        note.write_text(json.dumps([task.path, task.kind, task.session]))
+        note.replace(Path(gate, f"held-{os.getpid()}"))
+        while not opened.exists() and os.getppid() == parent:
+            time.sleep(0.01)
+    return check(task)
+
+
+class NoticingLate(ProcessPoolExecutor):
+    """A process pool that notices a dead worker late: once `dead` is set, what it is sent
+    fails with `BrokenProcessPool`, and its other workers are stopped, as in a pool that
+    notices only after the sending."""
+
+    dead = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if not self.dead:
+            return super().submit(fn, *args, **kwargs)
+        for worker in self._processes.values():  # private: the worker processes
+            worker.kill()
+        future: Future[Any] = Future()
+        future.set_exception(BrokenProcessPool("a process of the pool was terminated abruptly"))
+        return future
+
+
+class PoolRun:
+    """A `ProcessPool(2, window=POOL_WINDOW)` executor that records its run: the pools it
+    made (`pool_class`), its tasks in order, and each `(pools made by then, task, results)`
+    it yielded. With a `gate`, its workers hold the tasks of the first window from the
+    `HELD`th on until the file `gate/open` exists (`held_check`)."""
+
+    def __init__(
+        self,
+        retries: int,
+        gate: Path | None = None,
+        pool_class: type[ProcessPoolExecutor] = ProcessPoolExecutor,
+    ) -> None:
+        self.executor = ProcessPool(2, window=POOL_WINDOW, retries=retries, pool=self.pool)
+        self.gate = gate
+        self.pool_class = pool_class
+        self.made: list[ProcessPoolExecutor] = []
+        self.tasks: list[Task] = []
+        self.done: list[tuple[int, Task, tuple[CorpusResult, ...]]] = []
+
+    def pool(self, workers: int) -> ProcessPoolExecutor:
+        self.made.append(self.pool_class(workers, mp_context=multiprocessing.get_context("spawn")))
+        return self.made[-1]
+
+    def run(
+        self, tasks: Iterable[Task], check: Callable[[Task], tuple[CorpusResult, ...]]
+    ) -> Iterator[tuple[Task, tuple[CorpusResult, ...]]]:
+        self.tasks = list(tasks)
+        if self.gate is not None:
+            held = frozenset(self.tasks[HELD:POOL_WINDOW])
+            check = functools.partial(held_check, check, str(self.gate), held)
+        for task, found in self.executor.run(self.tasks, check):
+            self.done.append((len(self.made), task, found))
+            yield task, found
+
+
+def a_held_worker(gate: Path) -> tuple[int, Task]:
+    """The pid of a worker `held_check` holds, and the task it holds it on."""
+    deadline = time.monotonic() + 60
+    while not (notes := sorted(gate.glob("held-*"))):
+        assert time.monotonic() < deadline, "no worker came to a held task"
+        time.sleep(0.01)
+    return int(notes[0].name.removeprefix("held-")), Task(*json.loads(notes[0].read_text()))
+
+
 def kill_a_pool_worker_mid_run(
-    files: tuple[tuple[str, str], ...], retries: int
-) -> tuple[list[CorpusResult], int]:
-    """Verify on a process pool, SIGKILL one of its workers after 10 rows; rows and pools made."""
-    made: list[ProcessPoolExecutor] = []
+    files: tuple[tuple[str, str], ...], retries: int, gate: Path
+) -> tuple[PoolRun, list[CorpusResult], int]:
+    """Verify on a process pool, SIGKILL one of its workers after 10 rows: the run, its
+    rows, and the position of the task the worker was running.
 
-    def pool(workers: int) -> ProcessPoolExecutor:
-        made.append(ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")))
-        return made[-1]
-
-    executor = ProcessPool(2, window=100, retries=retries, pool=pool)
+    The worker is killed running a task of the first window that `held_check` holds, so
+    that window is in flight at the kill, whatever the load: that task is not reported.
+    """
+    run = PoolRun(retries, gate)
     rows: list[CorpusResult] = []
-    for row in verify_tasks(files, executor=executor, now=NOW):
-        rows.append(row)
-        if len(rows) == 10:
-            os.kill(next(iter(made[0]._processes)), signal.SIGKILL)  # private: worker pids
-    return rows, len(made)
+    held: Task | None = None
+    try:
+        for row in verify_tasks(files, executor=run, now=NOW):
+            rows.append(row)
+            if len(rows) == 10:
+                pid, held = a_held_worker(gate)
+                os.kill(pid, signal.SIGKILL)
+                (gate / "open").touch()
+    finally:
+        (gate / "open").touch()  # no worker is left waiting when the run fails
+    assert held is not None
+    return run, rows, run.tasks.index(held)
 
 
 @pytest.mark.slow
 def test_a_pool_worker_killed_mid_run_reruns_its_window_with_a_retry(
-    files: tuple[tuple[str, str], ...], reference: list[CorpusResult]
+    files: tuple[tuple[str, str], ...], reference: list[CorpusResult], tmp_path: Path
 ) -> None:
-    rows, pools = kill_a_pool_worker_mid_run(files, retries=1)
-    assert pools == 2
+    run, rows, held = kill_a_pool_worker_mid_run(files, retries=1, gate=tmp_path)
+    assert len(run.made) == 2
+    first = [task for pools, task, _ in run.done if pools == 1]
+    assert 10 <= len(first) <= held < POOL_WINDOW  # the window in flight broke
+    assert [task for _, task, _ in run.done] == run.tasks  # each once: the rest by the new pool
     assert ordered(rows) == reference  # complete, no duplicates, nothing marked error
 
 
 @pytest.mark.slow
 def test_a_pool_worker_killed_without_retries_marks_its_window_error_once(
-    files: tuple[tuple[str, str], ...], reference: list[CorpusResult]
+    files: tuple[tuple[str, str], ...], reference: list[CorpusResult], tmp_path: Path
 ) -> None:
-    rows, pools = kill_a_pool_worker_mid_run(files, retries=0)
-    assert pools == 2  # the windows after the broken one still run, in a new pool
+    assert "error" not in {r.status for r in reference}
+    run, rows, held = kill_a_pool_worker_mid_run(files, retries=0, gate=tmp_path)
+    assert len(run.made) == 2  # the windows after the broken one still run, in a new pool
+    assert [task for _, task, _ in run.done] == run.tasks  # each task once
     assert len(rows) == len(reference)
     assert len({(r.path, r.session) for r in rows}) == len(rows)
-    errors = [r for r in rows if r.status == "error"]
-    assert 0 < len(errors) <= 100 - 10  # the window in flight, less what it reported
-    assert all(r.rules == ("BrokenProcessPool",) for r in errors)
+    failed = [at for at, (_, _, found) in enumerate(run.done) if found[0].status == "error"]
+    reported = failed[0]  # what the window in flight reported before it broke, the kill's 10 too
+    assert 10 <= reported <= held < POOL_WINDOW
+    assert failed == list(range(reported, POOL_WINDOW))  # the rest of that window, only
+    for at in failed:
+        task, (row,) = run.done[at][1:]
+        assert (row.path, row.session, row.status) == (task.path, task.session, "error")
+        assert row.rules == ("BrokenProcessPool",)
     expected = {(r.path, r.session): r for r in reference}
     assert all(expected[(r.path, r.session)] == r for r in rows if r.status != "error")
+
+
+@pytest.mark.slow
+def test_a_pool_worker_dead_before_a_window_is_sent_makes_no_task_a_suspect(
+    files: tuple[tuple[str, str], ...], reference: list[CorpusResult]
+) -> None:
+    """Regression: a worker that died once the window in flight had reported everything,
+    noticed by the pool only after the next window was sent, broke that window: none of
+    its tasks had run in the dead worker, yet each was reported `error`."""
+    run = PoolRun(retries=0, pool_class=NoticingLate)
+    rows: list[CorpusResult] = []
+    for row in verify_tasks(files, executor=run, now=NOW):
+        rows.append(row)
+        if len(rows) == POOL_WINDOW:  # the first window all reported: nothing in flight
+            assert len(run.done) == POOL_WINDOW  # a row a task
+            pool = run.made[0]
+            worker = next(iter(pool._processes.values()))  # private: the worker processes
+            os.kill(worker.pid, signal.SIGKILL)
+            assert multiprocessing.connection.wait([worker.sentinel], timeout=60)  # dead
+            pool.dead = True
+    assert len(run.made) == 2  # the next window ran in a new pool
+    assert [task for _, task, _ in run.done] == run.tasks  # each task once
+    assert ordered(rows) == reference  # nothing marked error
 
 
 def poison_check(task: Task) -> tuple[CorpusResult, ...]:
