@@ -71,6 +71,7 @@ from kernel import (
     interrupted_turn_closers,
     load_jsonl,
     load_jsonl_zstd,
+    scan_jsonl,
     tool_pairing_cuts,
     write_jsonl,
     write_jsonl_zstd,
@@ -130,15 +131,31 @@ def _whole(
 
 
 def _on_fresh_load(
-    work: Callable[[tuple[Event, ...]], Any], describe: Callable[[Any], Sample]
+    work: Callable[[tuple[Event, ...]], Any],
+    describe: Callable[[Any], Sample],
+    *,
+    cold: bool = False,
 ) -> Callable[[bytes], Sample]:
-    """A measure of the events of a log loaded (untimed) just before the run."""
+    """A measure of the events of a log loaded (untimed) just before the run; `cold`: the
+    same events copied into a plain tuple, so the fold cannot take what the load kept."""
 
     def run(data: bytes) -> Sample:
         events = load_jsonl(data, now=0).events
+        if cold:
+            events = tuple(events)
         return _timed(lambda: work(events), describe)
 
     return run
+
+
+def _cold(measure: Measure) -> Measure:
+    """`measure` over the loaded events in a plain tuple (see `_on_fresh_load`)."""
+    return attrs.evolve(
+        measure,
+        name=f"{measure.name}_cold",
+        label=f"{measure.label}, plain tuple",
+        run=_COLD_RUNS[measure.name],
+    )
 
 
 def _written(write: Callable[..., bytes], *, pack_chunks: bool = True) -> Callable[[bytes], Sample]:
@@ -316,6 +333,18 @@ class Measure:
     """Another measure this one is also shown as a ratio to (run before it)."""
 
 
+_FOLDS: Final = {
+    "fold_surface": (fold_surface, _surface),
+    "derive_messages": (derive_messages, _sized("messages")),
+    "tool_pairing_cuts": (tool_pairing_cuts, _sized("cuts")),
+    "fold_request_header": (fold_request_header, lambda r: {"header": r is not None}),
+    "interrupted_turn_closers": (interrupted_turn_closers, _sized("closers")),
+}
+_COLD_RUNS: Final = {
+    name: _on_fresh_load(work, describe, cold=True) for name, (work, describe) in _FOLDS.items()
+}
+
+
 MEASURES: Final = (
     Measure("decode", "orjson decode (floor)", _whole(decode_lines, _sized("lines"))),
     Measure(
@@ -325,6 +354,7 @@ MEASURES: Final = (
         zstd=True,
     ),
     Measure("load_jsonl", "load_jsonl", _whole(lambda d: load_jsonl(d, now=0), _loaded)),
+    Measure("scan_jsonl", "scan_jsonl", _whole(scan_jsonl, lambda r: {"events": len(r.events)})),
     Measure(
         "load_jsonl_zstd",
         "load_jsonl_zstd",
@@ -428,6 +458,7 @@ MEASURES: Final = (
     Measure("inspect_sqlite", "SqliteStore.inspect", _sqlite_inspect, needs_load=True),
     Measure("memory", "memory of one load_jsonl", _memory, repeats=False),
 )
+MEASURES = (*MEASURES, *(_cold(m) for m in MEASURES if m.name in _COLD_RUNS))
 _BY_NAME: Final = {m.name: m for m in MEASURES}
 
 

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, overload
 
 import attrs
-from pyrsistent import PVector, pvector
+from pyrsistent import PVector
 
 from kernel.admission.admit import admit_wire_event, admitted_as_it_is, check_loadable
 from kernel.admission.envelope import check_surface_marker
@@ -66,6 +66,7 @@ from kernel.values.payloads import (
     TurnStartData,
     UserMessage,
 )
+from kernel.values.vectors import vector
 from kernel.wire.codec import (
     event_to_wire,
     header_from_json,
@@ -138,7 +139,7 @@ class SessionLog:
     (['turn/start'], pvector([]))
     """
 
-    events: PVector[Event] = attrs.field(factory=pvector)
+    events: PVector[Event] = attrs.field(factory=vector)
     surface: SurfaceState = attrs.field(factory=SurfaceState)
     # The derived history: None until first read (seed, restore and append leave it
     # so), then kept incrementally by the appends that follow.
@@ -334,7 +335,7 @@ class SessionLog:
                 _locate(exc, index)
                 raise
         return cls(
-            events=pvector(admitted),
+            events=vector(admitted),
             surface=surface.extended(appended).persistent(),
             request_header=request_header,
             header=header,

@@ -9,9 +9,11 @@ texts. The scan reads the log, not the surface, and never a clock.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from typing import Any, Final
 
 from kernel.errors import EventShapeError, InvalidEnvelope, KernelError, MessageShapeError
+from kernel.folds.surface import AdmittedEvents
 from kernel.values.events import (
     APPEND,
     ASSISTANT_MESSAGE,
@@ -65,6 +67,7 @@ _TURN_BOUNDARIES: Final = frozenset({TURN_START, TURN_END})
 _WATCHED: Final = frozenset(
     {TURN_START, TURN_END, STEP_START, STEP_END, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT}
 )
+_TYPE: Final = attrgetter("type")
 
 
 def _where(index: int, seq: Any) -> str:
@@ -297,8 +300,11 @@ def _scan_start(log: list[Event]) -> int | None:
     whole log gives, and the payloads of earlier turns are never read. When no turn is
     open there (a `turn/end`, or no boundary at all) and no event after it is one the
     scan reads a payload of, the scan could only answer `()`. The events read here,
-    which are the ones the scan reads, are checked (`check_event`), last first.
+    which are the ones the scan reads, are checked (`check_event`), last first; a log
+    with no boundary and no watched type is answered from its types alone.
     """
+    if _never_in_a_turn(log):
+        return None
     watched = False
     for index in range(len(log) - 1, -1, -1):
         event_type = _checked(log, index).type
@@ -306,6 +312,23 @@ def _scan_start(log: list[Event]) -> int | None:
             return index if watched or event_type == TURN_START else None
         watched = watched or event_type in _WATCHED
     return 0 if watched else None
+
+
+def _never_in_a_turn(log: list[Event]) -> bool:
+    """True when every type is a non-empty string and none is one the scan watches.
+
+    Then no turn was ever open and the closers are `()`, whatever else the events
+    hold. The types are read in C: the first pass stops at the last boundary, so a
+    log with turns pays for its last turn only. Anything odd (an unhashable type, a
+    string subclass) answers False, and the checked walk names it.
+    """
+    try:
+        if any(map(_TURN_BOUNDARIES.__contains__, map(_TYPE, reversed(log)))):
+            return False
+        kinds = set(map(_TYPE, log))
+        return set(map(type, kinds)) <= {str} and "" not in kinds and kinds.isdisjoint(_WATCHED)
+    except Exception:
+        return False
 
 
 def interrupted_turn_closers(events: Iterable[Event]) -> tuple[Event, ...]:
@@ -328,6 +351,8 @@ def interrupted_turn_closers(events: Iterable[Event]) -> tuple[Event, ...]:
     >>> [(e.type, e.seq, e.time) for e in interrupted_turn_closers(log)]
     [('step/end', 2, 10), ('turn/end', 3, 10)]
     """
+    if type(events) is AdmittedEvents:
+        return ()  # a loader closed its last turn
     log = _events(events)
     start = _scan_start(log)
     if start is None:

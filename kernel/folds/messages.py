@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
-from pyrsistent import PVector, pvector
+from pyrsistent import PVector
 
 from kernel.errors import MessageShapeError
 from kernel.folds.surface import SurfaceState, surface_fold_of
 from kernel.values.events import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE, Event
 from kernel.values.json import FrozenObject, object_member, raw
+from kernel.values.vectors import vector
 from kernel.wire.codec import check_event, event_sequence, ill_typed_events_reported
 
 __all__ = (
@@ -78,7 +79,7 @@ class MessageHistory:
     then extended by appends.
     """
 
-    slots: PVector[Any] = attrs.field(factory=pvector)
+    slots: PVector[Any] = attrs.field(factory=vector)
     # the dense vector, once built
     _dense: PVector[Any] | None = attrs.field(default=None, eq=False, repr=False, alias="_dense")
 
@@ -86,7 +87,7 @@ class MessageHistory:
         """The messages in surface order, as a persistent vector (built once, then shared)."""
         dense = self._dense
         if dense is None:
-            dense = pvector([m for m in self.slots if m is not None])
+            dense = vector([m for m in self.slots if m is not None])
             object.__setattr__(self, "_dense", dense)
         return dense
 
@@ -99,11 +100,10 @@ class MessageHistory:
 
     def replaced(self, slots: Sequence[int], message: Any) -> MessageHistory:
         """The history after a replace that shadowed `slots` and put `message` in the first."""
-        rewritten = self.slots.evolver()
+        rewritten = self.slots
         for x in slots[1:]:
-            rewritten[x] = None
-        rewritten[slots[0]] = message
-        return MessageHistory(rewritten.persistent())
+            rewritten = rewritten.set(x, None)
+        return MessageHistory(rewritten.set(slots[0], message))
 
 
 def step_messages(
@@ -128,8 +128,9 @@ def step_messages(
 
 def history_of(surface: SurfaceState, events: Sequence[Event]) -> MessageHistory:
     """The history of an admitted log, by slot, from its surface state (one pass)."""
+    listed = events.tolist() if isinstance(events, PVector) else events  # indexed in C
     return MessageHistory(
-        pvector([None if seq < 0 else _project(events[seq]) for seq in surface.slots])
+        vector([None if seq < 0 else _project(listed[seq]) for seq in surface.slots])
     )
 
 

@@ -63,6 +63,14 @@ def _call_count(event: Event) -> int:
     """The number of `tool-call` blocks in an assistant message (R10 shape checked first)."""
     data = event.data
     if type(data) is FrozenObject:
+        source = data._value
+        if source.__class__ is not dict:  # a lazy payload: its source may count unbuilt
+            try:
+                counted = source.count_blocks("tool-call")
+            except AttributeError:  # a source that cannot count
+                counted = None
+            if counted is not None:
+                return int(counted)
         # The plain containers behind a frozen payload hold only JSON values, so an object
         # is a dict, and reading them directly skips a view per member read.
         message = raw(data).get("message")

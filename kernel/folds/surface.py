@@ -20,7 +20,7 @@ from operator import sub
 from typing import Any, cast
 
 import attrs
-from pyrsistent import PVector, pvector
+from pyrsistent import PVector
 
 from kernel.admission.envelope import check_surface_marker
 from kernel.admission.provenance import check_citations, cites_earlier_in_order
@@ -38,11 +38,13 @@ from kernel.values.events import (
     Replace,
 )
 from kernel.values.json import MAX_SAFE_INTEGER, json_equal, summary, thaw
+from kernel.values.vectors import vector
 from kernel.wire.codec import event_sequence, ill_typed_events_reported
 
 __all__ = (
     "Replacement",
     "SurfaceFold",
+    "AdmittedEvents",
     "SurfaceState",
     "fold_surface",
     "is_surface_eligible_type",
@@ -52,6 +54,7 @@ __all__ = (
     "surface_state_of",
     "surface_fold_of",
     "surface_state_over",
+    "surface_fold_over",
     "is_plain_append",
 )
 
@@ -78,6 +81,34 @@ class SurfaceFold:
     @property
     def replace_generation(self) -> int:
         return len(self.replacements)
+
+
+class AdmittedEvents(tuple[Event, ...]):
+    """The events of a whole log a loader admitted, with the surface it planned on the way.
+
+    A tuple in every other respect. A loader makes one only for a log it admitted
+    whole (every rule R1-R12) and whose last turn it closed, so the folds over it
+    answer from what the load computed rather than folding again: the surface folds
+    take `surface`, and the closers are `()`. A slice, a copy or any other sequence
+    of the same events folds from scratch, to the same answer; a pickled one comes
+    back as a plain tuple.
+    """
+
+    surface: SurfaceFold
+
+    def __new__(cls, events: Iterable[Event], surface: SurfaceFold) -> AdmittedEvents:
+        admitted = super().__new__(cls, events)
+        object.__setattr__(admitted, "surface", surface)
+        return admitted
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"AdmittedEvents is immutable: cannot set {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"AdmittedEvents is immutable: cannot delete {name}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (tuple(self),))
 
 
 def is_surface_eligible_type(event_type: str) -> bool:
@@ -147,9 +178,9 @@ class SurfaceState:
     uses (`surface_state_over`, `SessionLog.seed`).
     """
 
-    slots: PVector[int] = attrs.field(factory=pvector)
-    slot_of: PVector[int] = attrs.field(factory=pvector)
-    replacements: PVector[Replacement] = attrs.field(factory=pvector)
+    slots: PVector[int] = attrs.field(factory=vector)
+    slot_of: PVector[int] = attrs.field(factory=vector)
+    replacements: PVector[Replacement] = attrs.field(factory=vector)
     # `nodes`, once built: extended by appends, dropped by a replace (rebuilt on use).
     _nodes: PVector[int] | None = attrs.field(default=None, eq=False, repr=False, alias="_nodes")
 
@@ -158,7 +189,7 @@ class SurfaceState:
         """The current surface in model-visible order: the seqs in non-empty slots."""
         nodes = self._nodes
         if nodes is None:
-            nodes = pvector([seq for seq in self.slots if seq >= 0])
+            nodes = vector([seq for seq in self.slots if seq >= 0])
             object.__setattr__(self, "_nodes", nodes)
         return nodes
 
@@ -182,7 +213,7 @@ class SurfaceState:
         slots: Any = self.slots
         if type(slots) is not list:
             return self
-        return SurfaceState(pvector(slots), pvector(self.slot_of), pvector(self.replacements))
+        return SurfaceState(vector(slots), vector(self.slot_of), vector(self.replacements))
 
     def slot(self, seq: int) -> int | None:
         """The slot of `seq` if it is currently on the surface, else None."""
@@ -269,16 +300,19 @@ class SurfaceState:
         if i == j and not mutable:
             slots = slots.set(i, seq)
         else:
-            emptied: Any = slots if mutable else slots.evolver()
-            emptied[i] = seq
+            writes = {i: seq}
             if i != j:
                 after = j + 1
                 if after < len(slots) and slots[after] < 0:
                     after = ~slots[after]
-                emptied[i + 1] = ~after  # even when it was emptied before, by a replace from i
+                writes[i + 1] = ~after  # even when it was emptied before, by a replace from i
                 for x in walked[1:]:
-                    emptied[x] = ~after
-            slots = emptied if mutable else emptied.persistent()
+                    writes[x] = ~after
+            for x, value in writes.items():
+                if mutable:
+                    slots[x] = value
+                else:
+                    slots = slots.set(x, value)
         record = Replacement(seq, start, end, shadowed)
         if mutable:
             _index(self.slot_of, seq, i)
@@ -395,9 +429,13 @@ def surface_fold_of(window: Sequence[Event], base: int = 0) -> SurfaceFold:
 
     Does not check what the events are: use it inside `ill_typed_events_reported`.
     """
-    state = _surface_pass_of(window, base)
-    nodes = tuple([seq for seq in state.slots if seq >= 0])
-    return SurfaceFold(nodes, tuple(state.replacements))
+    if type(window) is AdmittedEvents and base == 0:
+        return window.surface  # what the load planned: the fold of these very events
+    return _fold_of(_surface_pass_of(window, base))
+
+
+def _fold_of(state: SurfaceState) -> SurfaceFold:
+    return SurfaceFold(tuple([seq for seq in state.slots if seq >= 0]), tuple(state.replacements))
 
 
 def _surface_pass_of(window: Sequence[Event], base: int) -> SurfaceState:
@@ -461,6 +499,12 @@ def surface_state_over(
     has checked each event's shape steps the few surface events, not the whole log.
     """
     return _surface_pass(window, positions, base).persistent()
+
+
+def surface_fold_over(window: Sequence[Event], positions: Iterable[int]) -> SurfaceFold:
+    """`surface_state_over(window, positions).to_fold()`, the pass's vectors never made
+    persistent: what a load keeps of its surface plan (`AdmittedEvents`)."""
+    return _fold_of(_surface_pass(window, positions, 0))
 
 
 def _surface_pass(window: Sequence[Event], positions: Iterable[int], base: int) -> SurfaceState:

@@ -74,7 +74,9 @@ class Loaded:
     """A loaded log: the admitted header and the balanced events (`prefix + closers`).
 
     `events` never holds an end-seed marker (the constructor of a live session
-    adds it). `torn` is `committed_bytes < total_bytes`; the other tail fields
+    adds it). From the typed load path it is a `kernel.folds.surface.AdmittedEvents`,
+    a tuple that carries the surface the load planned, so the surface folds over it
+    do not fold again. `torn` is `committed_bytes < total_bytes`; the other tail fields
     are as in `Scan`. `normalized` counts the stored events read in an older v0
     shape and rewritten in memory, by shape (`kernel.wire.legacy.LEGACY_SHAPES`;
     docs/format/persistence.md Appendix A); the stored bytes are unchanged.

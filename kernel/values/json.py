@@ -633,10 +633,57 @@ def admit_json(value: Any) -> Any:
         if known_lossless(value):
             return value._raw
         value = value._raw
-    return _admitted_container(value)
+    copy = _plain_copy(value, 0)
+    return _admitted_container(value) if copy is _UNSURE else copy
 
 
 _CONTAINERS: Final = frozenset({dict, list, FrozenObject, FrozenArray})
+_UNSURE: Final = object()
+_PLAIN_DEPTH: Final = 16
+
+
+def _plain_copy(value: dict[str, Any] | list[Any], depth: int) -> Any:
+    """`admit_json`'s copy of a value it admits as it is, or `_UNSURE`.
+
+    The common payload, a few levels of dicts and lists of ASCII strings, safe
+    integers, booleans and nulls, is copied by recursion, which costs a third of the
+    general walk. Anything else (a deeper container, which may be a cycle, a float,
+    a view, a string that may need joining, a value to refuse) answers `_UNSURE`
+    and the general walk decides, from the start.
+    """
+    if depth > _PLAIN_DEPTH:
+        return _UNSURE
+    if type(value) is dict:
+        copy: Any = {}
+        for key, child in value.items():
+            if type(key) is not str or not key.isascii():
+                return _UNSURE
+            if type(child) is not str or not child.isascii():  # most members, without a call
+                child = _plain_member(child, depth)
+                if child is _UNSURE:
+                    return _UNSURE
+            copy[key] = child
+        return copy
+    copy = list(value)
+    for index, child in enumerate(copy):
+        if type(child) is not str or not child.isascii():
+            child = _plain_member(child, depth)
+            if child is _UNSURE:
+                return _UNSURE
+            copy[index] = child
+    return copy
+
+
+def _plain_member(child: Any, depth: int) -> Any:
+    """A member of a container at `depth` as `_plain_copy` keeps it, or `_UNSURE`."""
+    ct = type(child)
+    if ct is str:
+        return child if child.isascii() else _UNSURE
+    if ct is int:
+        return child if -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER else _UNSURE
+    if ct is dict or ct is list:
+        return _plain_copy(child, depth + 1)
+    return child if ct is bool or child is None else _UNSURE
 
 
 def _admitted_container(value: dict[str, Any] | list[Any]) -> Any:

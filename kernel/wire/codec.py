@@ -228,6 +228,7 @@ def check_event(item: Any, where: str = "event", index: int | None = None) -> Ev
     if type(item) is not Event:
         raise InvalidEnvelope(f"{where} is a {type(item).__name__}, not an Event (R2)", index=index)
     event_type, seq, time = item.type, item.seq, item.time
+    op, sources = item.surface_op, item.source_event_seqs
     if (
         type(event_type) is str
         and event_type
@@ -235,10 +236,10 @@ def check_event(item: Any, where: str = "event", index: int | None = None) -> Ev
         and 0 <= seq <= MAX_SAFE_INTEGER
         and type(time) is int
         and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-        and item.surface_op is None
-        and item.source_event_seqs is None
         and type(item.ignorable) is bool
         and type(item.data) in EVENT_DATA_TYPES
+        and (op is None or type(op) is Append or (type(op) is Replace and _is_seq_pair(op)))
+        and (sources is None or (type(sources) is tuple and all(map(_is_seq, sources))))
     ):
         return item  # the common case in one expression; the checks below name the field
     try:
@@ -247,6 +248,20 @@ def check_event(item: Any, where: str = "event", index: int | None = None) -> Ev
         exc.index = index
         raise
     return item
+
+
+def _is_seq(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def _is_seq_pair(op: Replace) -> bool:
+    start, end = op.start, op.end
+    return (
+        type(start) is int
+        and type(end) is int
+        and 0 <= start <= MAX_SAFE_INTEGER
+        and 0 <= end <= MAX_SAFE_INTEGER
+    )
 
 
 def _check_fields(event: Event, where: str) -> None:

@@ -14,6 +14,8 @@ from kernel.errors import MessageShapeError, ReplaceRangeError, ToolPairingError
 from kernel.folds.pairing import Cut, balanced_cuts, is_safe_compaction_range, tool_pairing_cuts
 from kernel.folds.surface import fold_surface
 from kernel.values.events import APPEND, Event, Replace
+from properties import strategies as gen
+from properties.laws import as_events
 
 
 class Log:
@@ -349,3 +351,45 @@ def test_pairing_safe_compaction_keeps_the_log_pairable(events: list[Event], dat
     if safe:
         after = tool_pairing_cuts(compacted.events)
         assert after[-1].after, "a safe compaction left a call unanswered"
+
+
+# -- counting calls on a stored line ------------------------------------------------------------
+
+
+@given(gen.loop_logs(rich=True, max_actions=5, shape="any"), st.booleans())
+def test_a_stored_message_counts_its_calls_as_its_built_payload_does(log: Any, pack: bool) -> None:
+    from kernel.folds.pairing import _call_count
+    from kernel.storage.jsonl import load_jsonl, write_jsonl
+    from kernel.storage.typed.lines import _StoredLine
+    from kernel.values.json import thaw
+
+    header = {"version": 0, "id": "s", "createdAt": 1}
+    stored = write_jsonl(header, as_events(log), pack_chunks=pack)
+    for event in load_jsonl(stored, now=0).events:
+        if event.type == "assistant/message":
+            # A line the typed path declined (a lone surrogate, say) is loaded built.
+            source = event.data._value
+            counted = _call_count(event)
+            content = thaw(event.data)["message"]["content"]
+            expected = sum(1 for b in content if b.get("type") == "tool-call")
+            assert counted == expected
+            if type(source) is _StoredLine:
+                assert source.count_blocks("tool-call") == expected
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'[{"type":"text","type":"tool-call"},{"type":"tool-call"}]',  # the last member wins
+        b'[{"type":"tool\\u002dcall"},{"text":"tool-call"},{"type":"tool-calls"}]',
+        b"[]",
+    ],
+)
+def test_a_stored_line_counts_calls_as_the_exact_reader_reads_them(content: bytes) -> None:
+    from kernel.storage.typed.lines import _StoredLine
+    from kernel.wire.jsontext import parse_json
+
+    line = b'{"type":"assistant/message","data":{"message":{"content":' + content + b"}}}"
+    blocks = parse_json(line)["data"]["message"]["content"]
+    expected = sum(1 for b in blocks if b.get("type") == "tool-call")
+    assert _StoredLine(line).count_blocks("tool-call") == expected

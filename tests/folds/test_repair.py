@@ -464,13 +464,37 @@ def user_messages(n: int) -> Log:
     return log
 
 
-def test_closers_a_log_without_turns_needs_none_yet_each_event_is_checked() -> None:
+def test_closers_a_log_that_never_opened_a_turn_is_answered_from_its_types() -> None:
     log = user_messages(3)
     assert log.closers() == []
+    # Only the types are read (the closers answer a turnless log from its types) ...
     log.events[1] = msgspec.structs.replace(log.events[1], time=math.inf)
-    with pytest.raises(InvalidEnvelope, match=r"^event at index 1 \(seq 1\): time ") as caught:
+    assert interrupted_turn_closers(log.events) == ()
+    # ... and a type that is not a non-empty string is refused, naming its index.
+    for bad in (5, "", ["turn/start"]):
+        log.events[2] = msgspec.structs.replace(log.events[2], type=bad)
+        with pytest.raises(InvalidEnvelope, match=r"^event at index 2 \(seq 2\): type ") as caught:
+            interrupted_turn_closers(log.events)
+        assert caught.value.index == 2
+
+
+def test_closers_check_every_event_from_the_last_turn_boundary_on() -> None:
+    message = {"id": "u3", "role": "user", "content": [], "source": {"kind": "user"}}
+    log = user_messages(2).turn(1).add("user/message", message, surface_op=APPEND)
+    assert [e.type for e in interrupted_turn_closers(log.events)] == ["turn/end"]
+    log.events[3] = msgspec.structs.replace(log.events[3], time=math.inf)
+    with pytest.raises(InvalidEnvelope, match=r"^event at index 3 \(seq 3\): time ") as caught:
         interrupted_turn_closers(log.events)
-    assert caught.value.index == 1
+    assert caught.value.index == 3
+
+    # A `str` subclass spelling a boundary is no boundary: it is refused where it stands.
+    class Text(str):
+        pass
+
+    log.events[3] = msgspec.structs.replace(log.events[3], type=Text("turn/end"), time=1)
+    with pytest.raises(InvalidEnvelope) as caught:
+        interrupted_turn_closers(log.events)
+    assert caught.value.index == 3
 
 
 def test_closers_a_log_without_turns_still_reads_the_payloads_the_scan_reads() -> None:

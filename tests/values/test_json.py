@@ -305,3 +305,61 @@ def test_views_are_the_collections_they_were_when_they_derived_from_the_abcs() -
         reversed(obj)
     # Plain msgspec structs: an ABC metaclass would put every construction on the slow path.
     assert type(FrozenObject) is msgspec.StructMeta and type(FrozenArray) is msgspec.StructMeta
+
+
+# -- the plain copy: admit_json's quick path answers as the general walk -----------------------
+
+
+def _admitted(admit: Any, value: Any) -> Any:
+    try:
+        return ("ok", admit(value))
+    except NotLosslessJson as exc:
+        return ("refused", str(exc))
+
+
+def _nested(depth: int) -> Any:
+    value: Any = {"leaf": [1, "a", None, True]}
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+@given(
+    st.one_of(
+        gen_values.json_containers(max_leaves=20),
+        gen_values.bad_json().map(lambda bad: bad.value),
+        st.integers(10, 24).map(_nested),
+    )
+)
+def test_admit_json_answers_as_the_general_walk_on_any_value(value: Any) -> None:
+    from kernel.values.json import _admitted_container
+
+    def general(v: Any) -> Any:
+        return _admitted_container(v) if type(v) in (dict, list) else admit_json(v)
+
+    got, expected = _admitted(admit_json, value), _admitted(general, value)
+    assert got == expected
+    if got[0] == "ok" and type(value) in (dict, list):
+        assert got[1] is not value and type(got[1]) is type(value)  # a private copy
+
+
+def test_the_plain_copy_leaves_what_it_is_unsure_of_to_the_general_walk() -> None:
+    from kernel.values.json import _UNSURE, _plain_copy
+
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    for value in (
+        {"x": 1.5},
+        {"x": "é"},
+        {"é": 1},
+        {1: "x"},
+        [2**53],
+        [FrozenObject({"a": 1})],
+        [("tuple",)],
+        _nested(17),
+        cycle,
+    ):
+        assert _plain_copy(value, 0) is _UNSURE, value
+    assert _plain_copy(_nested(15), 0) == _nested(15)
+    with pytest.raises(NotLosslessJson, match=r"cycle|itself"):
+        admit_json(cycle)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from itertools import accumulate, compress, count
-from operator import attrgetter
+from operator import attrgetter, countOf
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -26,7 +26,7 @@ from kernel.admission.admit import admit_wire_event, admitted_as_it_is
 from kernel.admission.provenance import PRESENT_NULL
 from kernel.errors import KernelError
 from kernel.folds.closers import interrupted_turn_closers
-from kernel.folds.surface import surface_state_over
+from kernel.folds.surface import AdmittedEvents, surface_fold_over
 from kernel.storage.scan import close_scan, read_record, row_gap, seq_gap
 from kernel.storage.sqlite_rows import RowLines
 from kernel.storage.typed.schema import (
@@ -124,6 +124,28 @@ class _PeekedLine(msgspec.Struct, gc=False):
 
 
 _PEEK_DECODER: Final = msgspec.json.Decoder(_PeekedLine)
+
+
+class _BlockType(msgspec.Struct, gc=False):
+    type: Any = None
+
+
+class _BlockTypes(msgspec.Struct, gc=False):
+    content: list[_BlockType]
+
+
+class _MessageBlockTypes(msgspec.Struct, gc=False):
+    message: _BlockTypes
+
+
+class _BlockTypesLine(msgspec.Struct, gc=False):
+    """The `type` of each content block of a message payload; every other member skipped."""
+
+    data: _MessageBlockTypes
+
+
+_BLOCK_TYPES_DECODER: Final = msgspec.json.Decoder(_BlockTypesLine)
+_BLOCK_TYPE: Final = attrgetter("type")
 _TYPE: Final = attrgetter("type")
 _ON_SURFACE: Final = SURFACE_TYPES.__contains__
 _PEEKABLE: Final = frozenset({"turn", "step", "callId"})
@@ -176,6 +198,15 @@ class _StoredLine(msgspec.Struct, gc=False):
 
     def members(self, keys: frozenset[str]) -> dict[str, Any] | None:
         return _peek_line(self.line, keys)
+
+    def count_blocks(self, block_type: str) -> int | None:
+        """How many content blocks of the payload's `message` have `type` `block_type`, read
+        without building the payload; None when the line does not decode to that shape."""
+        try:
+            blocks = _BLOCK_TYPES_DECODER.decode(self.line).data.message.content
+        except DECODE_ERRORS:
+            return None
+        return countOf(map(_BLOCK_TYPE, blocks), block_type)
 
     def keys(self) -> tuple[str, ...]:
         if self.order is None:
@@ -407,12 +438,14 @@ def plan_events(
         size = len(events)
         events += closers
         try:
-            surface_state_over(events, compress(count(), map(_ON_SURFACE, map(_TYPE, events))))
+            surface = surface_fold_over(
+                events, compress(count(), map(_ON_SURFACE, map(_TYPE, events)))
+            )
+            result = AdmittedEvents(events, surface)
         finally:
             del events[size:]
     except KernelError:
         return None
-    result = (*events, *closers)
     return admitted, result, closers
 
 
