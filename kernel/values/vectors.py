@@ -198,12 +198,23 @@ class TupleVector(msgspec.Struct, frozen=True, gc=False, eq=False):
         return _into(self._root, shift, self._count - 1, tail), shift
 
     def extend(self, items: Iterable[Any]) -> TupleVector:
-        added = list(items)
-        if len(added) > _WIDTH and len(added) > self._count:
+        added = items if type(items) is list else list(items)
+        if len(added) > self._count:  # building anew is cheaper
             return cast(TupleVector, vector(self.tolist() + added))
         grown = self
-        for item in added:
-            grown = grown.append(item)
+        at, end = 0, len(added)
+        while at < end:  # a leaf at a time: fill the tail, or push it and start the next
+            tail = grown._tail
+            if len(tail) < _WIDTH:
+                part = added[at : at + _WIDTH - len(tail)]
+                grown = TupleVector(
+                    grown._count + len(part), grown._shift, grown._root, (*tail, *part)
+                )
+            else:
+                part = added[at : at + _WIDTH]
+                root, shift = grown._pushed(tail)
+                grown = TupleVector(grown._count + len(part), shift, root, tuple(part))
+            at += len(part)
         return grown
 
     def __add__(self, other: Iterable[Any]) -> TupleVector:

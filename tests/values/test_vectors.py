@@ -65,6 +65,17 @@ def test_a_vector_answers_as_pyrsistents_after_any_edits(items: list[int], ops: 
 
 
 @pytest.mark.parametrize("size", BOUNDARIES)
+def test_extending_across_the_trie_boundaries_gives_the_items_in_order(size: int) -> None:
+    for step in (1, 7, 32, 33, 100):
+        grown: Any = vector()
+        for start in range(0, size, step):
+            grown = grown.extend(range(start, min(size, start + step)))
+        assert len(grown) == size and list(grown) == list(range(size))
+        assert [grown[i] for i in range(0, size, 97)] == list(range(0, size, 97))
+        assert list(grown.append("x")) == [*range(size), "x"]
+
+
+@pytest.mark.parametrize("size", BOUNDARIES)
 def test_a_vector_built_whole_equals_one_built_by_appends(size: int) -> None:
     appended: Any = vector()
     for i in range(size):
