@@ -333,7 +333,7 @@ class Measure:
     """Another measure this one is also shown as a ratio to (run before it)."""
 
 
-_FOLDS: Final = {
+_FOLDS: Final[dict[str, tuple[Callable[[Any], Any], Callable[[Any], Sample]]]] = {
     "fold_surface": (fold_surface, _surface),
     "derive_messages": (derive_messages, _sized("messages")),
     "tool_pairing_cuts": (tool_pairing_cuts, _sized("cuts")),
@@ -345,7 +345,7 @@ _COLD_RUNS: Final = {
 }
 
 
-MEASURES: Final = (
+_MEASURED: Final = (
     Measure("decode", "orjson decode (floor)", _whole(decode_lines, _sized("lines"))),
     Measure(
         "decode_zstd",
@@ -458,7 +458,8 @@ MEASURES: Final = (
     Measure("inspect_sqlite", "SqliteStore.inspect", _sqlite_inspect, needs_load=True),
     Measure("memory", "memory of one load_jsonl", _memory, repeats=False),
 )
-MEASURES = (*MEASURES, *(_cold(m) for m in MEASURES if m.name in _COLD_RUNS))
+MEASURES: Final = (*_MEASURED, *(_cold(m) for m in _MEASURED if m.name in _COLD_RUNS))
+"""Every measure: those above, then the folds again over a plain tuple (`_cold`)."""
 _BY_NAME: Final = {m.name: m for m in MEASURES}
 
 
