@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kernel.admission.envelope import check_envelope, check_surface_marker, parse_surface_op
+from kernel.admission.envelope import (
+    are_safe_seqs,
+    check_envelope,
+    check_surface_marker,
+    is_safe_seq,
+    parse_surface_op,
+)
 from kernel.admission.payloads import (
     _nonempty_str,
     check_legacy_reason,
@@ -259,20 +265,6 @@ def admit_wire_event(
 # -- an `Event` kept as it is ---------------------------------------------------------------------
 
 
-def _safe_seq(value: Any) -> bool:
-    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
-
-
-def _safe_seqs(values: Any) -> bool:
-    """A tuple of non-negative safe integers (checked in C: one pass of `map`, then min/max)."""
-    return type(values) is tuple and (
-        not values
-        or (
-            set(map(type, values)) == {int} and min(values) >= 0 and max(values) <= MAX_SAFE_INTEGER
-        )
-    )
-
-
 def _vetted_type(event_type: Any, lossless_check: bool) -> bool:
     """Whether an event type is spelled as admission keeps it (R2, R3, canonical text)."""
     return (
@@ -311,8 +303,8 @@ def admitted_as_it_is(item: Event, index: int, lossless_check: bool, vetted: set
     if event_type in SURFACE_TYPES:
         sources = item.source_event_seqs
         if not (
-            op is APPEND or (type(op) is Replace and _safe_seq(op.start) and _safe_seq(op.end))
-        ) or not (sources is None or _safe_seqs(sources)):
+            op is APPEND or (type(op) is Replace and is_safe_seq(op.start) and is_safe_seq(op.end))
+        ) or not (sources is None or are_safe_seqs(sources)):
             return False  # R5-R7 errors are named by `admit_wire_event`
     elif op is not None or item.source_event_seqs is not None:
         return False

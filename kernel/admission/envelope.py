@@ -31,11 +31,29 @@ __all__ = (
     "check_envelope",
     "parse_surface_op",
     "check_surface_marker",
+    "is_safe_seq",
+    "are_safe_seqs",
 )
 
 ENVELOPE_KEYS = frozenset(
     {"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
 )
+
+
+def is_safe_seq(value: Any) -> bool:
+    """Whether `value` is a seq as R2 spells one: a non-negative safe integer."""
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def are_safe_seqs(values: Any) -> bool:
+    """Whether `values` is a tuple of seqs (`is_safe_seq`), checked in C: one pass of `map`,
+    then min and max."""
+    return type(values) is tuple and (
+        not values
+        or (
+            set(map(type, values)) == {int} and min(values) >= 0 and max(values) <= MAX_SAFE_INTEGER
+        )
+    )
 
 
 def row_tag_message(where: str, event_type: str) -> str:

@@ -53,7 +53,6 @@ __all__ = (
     "is_replacement_surface_event",
     "surface_state_of",
     "surface_fold_of",
-    "surface_state_over",
     "surface_fold_over",
     "is_plain_append",
 )
@@ -87,7 +86,8 @@ class AdmittedEvents(tuple[Event, ...]):
     """The events of a whole log a loader admitted, with the surface it planned on the way.
 
     A tuple in every other respect. A loader makes one only for a log it admitted
-    whole (every rule R1-R12) and whose last turn it closed, so the folds over it
+    whole (the load pipeline, docs/format/persistence.md §5) and whose last turn it
+    closed, so the folds over it
     answer from what the load computed rather than folding again: the surface folds
     take `surface`, and the closers are `()`. A slice, a copy or any other sequence
     of the same events folds from scratch, to the same answer; a pickled one comes
@@ -175,7 +175,7 @@ class SurfaceState:
     the slot a seq took (-1: none), so R8 finds an endpoint in O(log n). A step
     costs O(shadowed + log n). The vectors are persistent, except in a `mutable`
     state (lists, stepped in place), which a pass that keeps only its last state
-    uses (`surface_state_over`, `SessionLog.seed`).
+    uses (`surface_fold_over`, `SessionLog.seed`).
     """
 
     slots: PVector[int] = attrs.field(factory=vector)
@@ -488,28 +488,21 @@ def _surface_pass_in_order(window: Sequence[Event], base: int) -> SurfaceState:
     return _surface_pass(window, candidates, base)
 
 
-def surface_state_over(
-    window: Sequence[Event], positions: Iterable[int], base: int = 0
-) -> SurfaceState:
-    """The `SurfaceState` after the events at `positions` (increasing) of a window whose
-    event at position i has seq `base + i`.
+def surface_fold_over(window: Sequence[Event], positions: Iterable[int]) -> SurfaceFold:
+    """The `SurfaceFold` after the events at `positions` (increasing) of a window whose event
+    at position i has seq i, the pass's vectors never made persistent: what a load keeps of
+    its surface plan (`AdmittedEvents`).
 
     The caller vouches for the seqs, and that every other event is invisible to the
     surface (not surface-eligible, no `surfaceOp`, no `sourceEventSeqs`): a load that
     has checked each event's shape steps the few surface events, not the whole log.
     """
-    return _surface_pass(window, positions, base).persistent()
-
-
-def surface_fold_over(window: Sequence[Event], positions: Iterable[int]) -> SurfaceFold:
-    """`surface_state_over(window, positions).to_fold()`, the pass's vectors never made
-    persistent: what a load keeps of its surface plan (`AdmittedEvents`)."""
     return _fold_of(_surface_pass(window, positions, 0))
 
 
 def _surface_pass(window: Sequence[Event], positions: Iterable[int], base: int) -> SurfaceState:
-    """`surface_state_over` before `persistent()`: a `mutable` state after the pass, or the
-    empty state when there are no positions."""
+    """The state after the events at `positions` of `window` (see `surface_fold_over`): a
+    `mutable` state after the pass, or the empty state when there are no positions."""
     state = SurfaceState.mutable()  # only the last state is kept
     slots: list[int] = cast(Any, state.slots)
     slot_of: list[int] = cast(Any, state.slot_of)

@@ -18,7 +18,9 @@ from typing import Any, Final
 
 from kernel.admission.envelope import (
     ENVELOPE_KEYS,
+    are_safe_seqs,
     check_envelope,
+    is_safe_seq,
     parse_surface_op,
     row_tag_message,
 )
@@ -238,8 +240,12 @@ def check_event(item: Any, where: str = "event", index: int | None = None) -> Ev
         and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
         and type(item.ignorable) is bool
         and type(item.data) in EVENT_DATA_TYPES
-        and (op is None or type(op) is Append or (type(op) is Replace and _is_seq_pair(op)))
-        and (sources is None or (type(sources) is tuple and all(map(_is_seq, sources))))
+        and (
+            op is None
+            or type(op) is Append
+            or (type(op) is Replace and is_safe_seq(op.start) and is_safe_seq(op.end))
+        )
+        and (sources is None or are_safe_seqs(sources))
     ):
         return item  # the common case in one expression; the checks below name the field
     try:
@@ -248,20 +254,6 @@ def check_event(item: Any, where: str = "event", index: int | None = None) -> Ev
         exc.index = index
         raise
     return item
-
-
-def _is_seq(value: Any) -> bool:
-    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
-
-
-def _is_seq_pair(op: Replace) -> bool:
-    start, end = op.start, op.end
-    return (
-        type(start) is int
-        and type(end) is int
-        and 0 <= start <= MAX_SAFE_INTEGER
-        and 0 <= end <= MAX_SAFE_INTEGER
-    )
 
 
 def _check_fields(event: Event, where: str) -> None:

@@ -145,7 +145,6 @@ class _BlockTypesLine(msgspec.Struct, gc=False):
 
 
 _BLOCK_TYPES_DECODER: Final = msgspec.json.Decoder(_BlockTypesLine)
-_BLOCK_TYPE: Final = attrgetter("type")
 _TYPE: Final = attrgetter("type")
 _ON_SURFACE: Final = SURFACE_TYPES.__contains__
 _PEEKABLE: Final = frozenset({"turn", "step", "callId"})
@@ -206,7 +205,7 @@ class _StoredLine(msgspec.Struct, gc=False):
             blocks = _BLOCK_TYPES_DECODER.decode(self.line).data.message.content
         except DECODE_ERRORS:
             return None
-        return countOf(map(_BLOCK_TYPE, blocks), block_type)
+        return countOf(map(_TYPE, blocks), block_type)
 
     def keys(self) -> tuple[str, ...]:
         if self.order is None:
