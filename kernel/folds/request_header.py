@@ -8,12 +8,13 @@ the tests). The writer decision is pure: the caller keeps the `HeaderWriterState
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
 from kernel.errors import KernelError, RequestHeaderShapeError
+from kernel.folds.surface import AdmittedEvents
 from kernel.values.events import REQUEST_HEADER, Event
 from kernel.values.json import (
     MAX_SAFE_INTEGER,
@@ -332,6 +333,24 @@ def _snapshot_cannot_fail(event: Event) -> bool:
     return checked_as(data) == REQUEST_HEADER and known_lossless(data)
 
 
+def _snapshots(log: Sequence[Event]) -> list[Event]:
+    """The `request/header` events of `log`, in order.
+
+    A loaded log knows its types (`AdmittedEvents.types`): `tuple.index` finds each
+    snapshot in C, comparing the interned type by identity first, where a loop
+    would read every event.
+    """
+    if type(log) is not AdmittedEvents:
+        return [event for event in log if event.type == REQUEST_HEADER]
+    types, found, at = log.types, [], -1
+    try:
+        while True:
+            at = types.index(REQUEST_HEADER, at + 1)
+            found.append(log[at])
+    except ValueError:
+        return found
+
+
 def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
     """The canonical header of the last `request/header`, else `start` as given
     (docs/format/folds.md §3.3).
@@ -360,7 +379,7 @@ def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:
     log = event_sequence(events)
     with ill_typed_events_reported(log):
         try:
-            snapshots = [event for event in log if event.type == REQUEST_HEADER]
+            snapshots = _snapshots(log)
         except Exception:
             # An item that cannot be read: stepping decides which error comes first.
             state = functools.reduce(RequestHeaderState.step, log, RequestHeaderState(initial))

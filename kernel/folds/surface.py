@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, count, repeat
-from operator import sub
-from typing import Any, cast
+from operator import attrgetter, sub
+from typing import Any, Final, cast
 
 import attrs
 from pyrsistent import PVector
@@ -82,6 +82,8 @@ class SurfaceFold:
         return len(self.replacements)
 
 
+_TYPE: Final = attrgetter("type")
+
 class AdmittedEvents(tuple[Event, ...]):
     """The events of a whole log a loader admitted, with the surface it planned on the way.
 
@@ -91,14 +93,21 @@ class AdmittedEvents(tuple[Event, ...]):
     answer from what the load computed rather than folding again: the surface folds
     take `surface`, and the closers are `()`. A slice, a copy or any other sequence
     of the same events folds from scratch, to the same answer; a pickled one comes
-    back as a plain tuple.
+    back as a plain tuple. `types` is every event's type in order (the load reads
+    them anyway), for the folds that look for a few events among many.
     """
 
     surface: SurfaceFold
+    types: tuple[str, ...]
 
-    def __new__(cls, events: Iterable[Event], surface: SurfaceFold) -> AdmittedEvents:
+    def __new__(
+        cls, events: Iterable[Event], surface: SurfaceFold, types: Iterable[str] | None = None
+    ) -> AdmittedEvents:
         admitted = super().__new__(cls, events)
         object.__setattr__(admitted, "surface", surface)
+        object.__setattr__(
+            admitted, "types", tuple(map(_TYPE, admitted)) if types is None else tuple(types)
+        )
         return admitted
 
     def __setattr__(self, name: str, value: Any) -> None:

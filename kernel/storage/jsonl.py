@@ -32,6 +32,7 @@ from kernel.storage.load import (
     scan_lines,
 )
 from kernel.storage.scan import scan_records
+from kernel.storage.typed.lines import loaded_wire
 from kernel.values.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
 from kernel.values.json import FrozenObject, is_number, view
 from kernel.wire.chunks import pack_chunk_rows
@@ -302,10 +303,12 @@ def encode_records(
     parts = []
     for index, record in enumerate(records):
         if type(record) is Event:
-            wire = event_to_wire(record)
+            loaded = loaded_wire(record)
+            wire, read_from = loaded if loaded is not None else (event_to_wire(record), None)
             if ranged_sources and record.source_event_seqs:
                 wire["sourceEventSeqs"] = ranged_spelling(record.source_event_seqs)
-            parts.append(encode_record_bytes(wire))
+                read_from = None
+            parts.append(encode_record_bytes(wire, read_from))
         elif type(record) is FrozenObject:
             parts.append(encode_record_bytes(record))
         else:

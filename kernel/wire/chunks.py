@@ -9,7 +9,8 @@ output); expansion checks every bound of §7.6 in exact integer arithmetic.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any, Final, overload
 
 from kernel.errors import KernelError, MalformedChunkRow, ProvenanceError
@@ -95,10 +96,11 @@ _WIRE_KEYS: Final = frozenset({"type", "seq", "time", "data"})
 def _event_member(event: Event) -> _Member | None:
     """The packing facts of an eligible `Event` (§7.2), or None when it must stay scalar.
 
-    A member of a loaded chunk row whose payload was not read yet has its facts read
-    off the row (`chunk_member(k)` on the lazy source, the key and text `_member`
-    finds in the payload the row builds), so packing a loaded log again builds no
-    member payload.
+    A loaded chunk whose payload was not read yet has its facts read off its lazy
+    source (`chunk_member(k)`: the key and text `_member` finds in the payload the
+    source builds; False for a chunk that never packs; a source that cannot tell
+    answers None and the payload is read),
+    so packing a loaded log again builds no member payload.
     """
     if event.surface_op is not None or event.source_event_seqs is not None or event.ignorable:
         return None
@@ -111,8 +113,11 @@ def _event_member(event: Event) -> _Member | None:
                 seq, time = safe_int(event.seq), safe_int(event.time)
                 if seq is None or seq < 0 or time is None:
                     return None
-                key, text = facts(data._member)
-                return seq, time, key, text
+                found = facts(data._member)
+                if found is False:
+                    return None
+                if found is not None:
+                    return seq, time, found[0], found[1]
     return _member(event.type, event.seq, event.time, data)
 
 
@@ -165,9 +170,14 @@ def _member(event_type: Any, seq: Any, time: Any, data: Any) -> _Member | None:
 def _row(members: list[_Member]) -> FrozenObject:
     """The chunk row of a run, members in order, keys in the writer's order (§7.1)."""
     seq0, time0, key, _ = members[0]
-    kind, turn, step, index = key[0], key[1], key[2], key[3]
     dt = [members[k][1] - members[k - 1][1] for k in range(1, len(members))]
-    texts = [m[3] for m in members]
+    return _row_of(seq0, time0, key, dt, [m[3] for m in members])
+
+
+def _row_of(
+    seq0: int, time0: int, key: tuple[Any, ...], dt: list[int], texts: list[str]
+) -> FrozenObject:
+    kind, turn, step, index = key[0], key[1], key[2], key[3]
     data: dict[str, Any]
     if kind == _TOOL_CALL_DELTA:
         data = {"turn": turn, "step": step, "index": index, "dt": dt, "id": key[4]}
@@ -271,6 +281,7 @@ def pack_chunk_rows(
             f"max_data_bytes must be a non-negative int, got {summary(max_data_bytes)}"
         )
     bounded = max_members is not None or max_data_bytes is not None
+    log = events if isinstance(events, (tuple, list)) else tuple(iter_events(events))
     out: list[StorageRecord | Mapping[str, Any]] = []
     run: list[tuple[Event | Mapping[str, Any], _Member]] = []
 
@@ -283,29 +294,129 @@ def pack_chunk_rows(
             out.append(_row([m for _, m in run]))
         run.clear()
 
-    for index, item in enumerate(iter_events(events)):
-        event: Event | Mapping[str, Any]
+    def facts(index: int) -> tuple[Event | Mapping[str, Any], _Member | None]:
+        item = log[index]
         if isinstance(item, Mapping):
-            event, member = item, _wire_member(item)
-        else:
+            return item, _wire_member(item)
+        try:
+            event = check_event(item, index=index)
+        except KernelError:  # named only now: formatting the name costs a third of a check
             event = check_event(item, f"pack_chunk_rows: item {index}", index)
-            member = _event_member(event)
+        return event, _event_member(event)
+
+    index, size = 0, len(log)
+    while index < size:
+        item = log[index]
+        if not bounded and item.__class__ is Event and item.type is ASSISTANT_CHUNK:
+            row = _loaded_row(log, index)
+            if row is not None and _stands_alone(row, run, facts, index + row[0], size):
+                close_run()
+                out.append(_row_of(*row[1:]))
+                index += row[0]
+                continue
+        event, member = facts(index)
+        index += 1
         if member is None:
             close_run()
             out.append(event)
             continue
-        if run:
-            last = run[-1][1]
-            gap = member[1] - last[1]
-            if not (
-                member[2] == last[2]
-                and member[0] == last[0] + 1
-                and -MAX_SAFE_INTEGER <= gap <= MAX_SAFE_INTEGER
-            ):
-                close_run()
+        if run and not _continues(run[-1][1], member):
+            close_run()
         run.append((event, member))
     close_run()
     return tuple(out)
+
+
+def _continues(last: _Member, member: _Member) -> bool:
+    """Whether `member` extends a run that ends with `last` (§7.3)."""
+    gap = member[1] - last[1]
+    return (
+        member[2] == last[2]
+        and member[0] == last[0] + 1
+        and -MAX_SAFE_INTEGER <= gap <= MAX_SAFE_INTEGER
+    )
+
+
+# `(members, seq0, time0, key, dt, texts)`: a loaded row as `_row_of` writes it, and its size.
+_LoadedRow = tuple[int, int, int, tuple[Any, ...], list[int], list[str]]
+
+
+def _loaded_row(log: Sequence[Any], start: int) -> _LoadedRow | None:
+    """The row whose members `log[start:]` begins with, every one unchanged, or None.
+
+    A chunk row a load read is the lazy payload source of its members
+    (`chunk_run()` gives their run key and texts, as `chunk_member(k)` gives each).
+    When the events from `start` on are its members 0, 1, ... in order, with the
+    seqs, times and envelope fields packing needs (§7.2), the row they pack into is
+    known without reading a member: this is `pack_chunk_rows`' answer for them
+    whenever they form a run of their own. `log[start]` is an `Event` typed
+    `assistant/chunk` (the caller looked).
+    """
+    first = log[start]
+    data = first.data
+    if data.__class__ is not FrozenObject or data._member != 0:
+        return None
+    source = data._value
+    chunk_run = getattr(source, "chunk_run", None)
+    if chunk_run is None:
+        return None
+    key, texts = chunk_run()
+    size = len(texts)
+    seq0 = first.seq
+    if (
+        size < MIN_RUN
+        or start + size > len(log)
+        or seq0.__class__ is not int
+        or not 0 <= seq0 <= MAX_SAFE_INTEGER - size + 1
+    ):
+        return None
+    times: list[int] = []
+    for k, event in enumerate(log[start : start + size]):
+        data = event.data
+        time = event.time
+        if not (
+            event.__class__ is Event
+            and data.__class__ is FrozenObject
+            and data._value is source
+            and data._member == k
+            and event.seq.__class__ is int
+            and event.seq == seq0 + k
+            and time.__class__ is int
+            and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+            and event.surface_op is None
+            and event.source_event_seqs is None
+            and event.ignorable is False
+            and event.type is ASSISTANT_CHUNK
+        ):
+            return None
+        times.append(time)
+    dt = [b - a for a, b in pairwise(times)]
+    if min(dt) < -MAX_SAFE_INTEGER or max(dt) > MAX_SAFE_INTEGER:
+        return None
+    return size, seq0, times[0], key, dt, list(texts)
+
+
+def _stands_alone(
+    row: _LoadedRow,
+    run: list[tuple[Event | Mapping[str, Any], _Member]],
+    facts: Callable[[int], tuple[Event | Mapping[str, Any], _Member | None]],
+    after: int,
+    size: int,
+) -> bool:
+    """Whether a loaded row's members are a whole run: the run before them does not
+    continue into them, nor they into the item after them (which is read twice then;
+    an item that cannot be read is left to the member-by-member path to report)."""
+    members, seq0, time0, key, dt, _ = row
+    if run and _continues(run[-1][1], (seq0, time0, key, "")):
+        return False
+    if after == size:
+        return True
+    try:
+        _, member = facts(after)
+    except KernelError:
+        return False
+    last = (seq0 + members - 1, time0 + sum(dt), key, "")
+    return member is None or not _continues(last, member)
 
 
 # -- expansion ----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ __all__ = (
     "js_member_order",
     "is_array_index",
     "parse_json",
+    "parse_json_shaped",
     "parse_json_keeping_negative_zero",
     "read_json_text",
 )
@@ -36,9 +37,9 @@ _MAX_ARRAY_INDEX_DIGITS = len(str(_MAX_ARRAY_INDEX))
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
 _SIXTEEN_DIGITS = b"0" * 16
-_INDEX_KEY = re.compile(rb'[{,]"0+":')
 """Any integer beyond ±(2**53 - 1) is spelled with 16 or more digits in a row; mapping every
 digit to 0 and searching for sixteen 0s finds such a run in two C loops (a regex is 8x slower)."""
+_ZERO, _QUOTE, _KEY_OPENERS = ord("0"), ord('"'), b"{,"
 
 
 def is_array_index(key: str) -> bool:
@@ -208,7 +209,7 @@ _PLAIN_ONLY = (
 )
 
 
-def encode_record_bytes(value: Any) -> bytes:
+def encode_record_bytes(value: Any, read_from: tuple[bytes, bytes] | None = None) -> bytes:
     """`encode_json_bytes` of a value that holds JSON values only (an admitted event's wire
     object, a chunk row), found from orjson's bytes instead of a walk of the value.
 
@@ -218,23 +219,49 @@ def encode_record_bytes(value: Any) -> bytes:
     first). When orjson's text holds none of those shapes, digits read as `0`
     (`_spelled_alike`), it is the text; otherwise, or when orjson refuses the value,
     `encode_json_bytes` decides. The shapes may also occur inside strings, so the
-    test errs one way only: towards the walk.
+    test errs one way only: towards the walk. `read_from` is the text the value was
+    parsed from and its shapes (`parse_json_shaped`): when orjson writes that very
+    text again, its shapes are not computed a second time.
     """
     try:
         text = orjson.dumps(value, default=_container_of, option=_PLAIN_ONLY)
     except orjson.JSONEncodeError:
         return encode_json_bytes(value)
-    if _spelled_alike(text) or _orjson_spells_it(value):
+    shapes = read_from[1] if read_from is not None and text == read_from[0] else None
+    if _spelled_alike(text, shapes) or _orjson_spells_it(value):
         return text
     return encode_json_bytes(value)
 
 
-def _spelled_alike(text: bytes) -> bool:
-    """True when orjson's `text` has no float, no integer of 16+ digits and no all-digit key."""
-    shapes = text.translate(_DIGITS_AS_ZERO)
-    if b"0." in shapes or b"0e" in shapes or _SIXTEEN_DIGITS in shapes:
+def _spelled_alike(text: bytes, shapes: bytes | None = None) -> bool:
+    """True when orjson's `text` has no float, no integer of 16+ digits and no all-digit key.
+
+    `shapes` is `text` with every digit read as `0`, when the caller has it.
+    """
+    if shapes is None:
+        shapes = text.translate(_DIGITS_AS_ZERO)
+    # `find`, not `in`: `bytes.__contains__` first tries its argument as an int and
+    # formats the TypeError it then clears, which costs more than the search.
+    if shapes.find(b"0.") >= 0 or shapes.find(b"0e") >= 0 or shapes.find(_SIXTEEN_DIGITS) >= 0:
         return False
-    return b'0":' not in shapes or _INDEX_KEY.search(shapes) is None
+    return not _has_index_key(shapes)
+
+
+def _has_index_key(shapes: bytes) -> bool:
+    """Whether `shapes` holds a member whose key is all digits (`{"00":` or `,"0":`).
+
+    Each `0":` is followed back over its zeros (a key is short, and `"seq0":` or
+    `"time0":` stop at the first letter), where a regex would try every byte.
+    """
+    at = shapes.find(b'0":')
+    while at >= 0:
+        start = at
+        while start > 0 and shapes[start - 1] == _ZERO:
+            start -= 1
+        if start >= 2 and shapes[start - 1] == _QUOTE and shapes[start - 2] in _KEY_OPENERS:
+            return True
+        at = shapes.find(b'0":', at + 3)
+    return False
 
 
 def _container_of(view: Any) -> Any:
@@ -336,9 +363,22 @@ def parse_json(data: bytes | str, *, deep: bool = False) -> Any:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         value = read_json_text(data.decode("utf-8") if isinstance(data, bytes) else data)
-    if _SIXTEEN_DIGITS in raw_bytes.translate(_DIGITS_AS_ZERO):
+    if raw_bytes.translate(_DIGITS_AS_ZERO).find(_SIXTEEN_DIGITS) >= 0:  # see `_spelled_alike`
         value = _unsafe_ints_as_doubles(value)
     return value
+
+
+def parse_json_shaped(data: bytes) -> tuple[Any, bytes]:
+    """`parse_json(data)`, and `data` with every digit read as `0` (what `encode_record_bytes`
+    looks for in a text: one pass over the bytes serves both)."""
+    shapes = data.translate(_DIGITS_AS_ZERO)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return parse_json(data), shapes
+    if shapes.find(_SIXTEEN_DIGITS) >= 0:  # see `_spelled_alike`
+        value = _unsafe_ints_as_doubles(value)
+    return value, shapes
 
 
 def parse_json_keeping_negative_zero(data: bytes | str) -> Any:

@@ -20,13 +20,13 @@ import zstandard
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from kernel import APPEND, Event, SessionLog, event_from_json, event_to_json
+from kernel import APPEND, Event, Replace, SessionLog, event_from_json, event_to_json
 from kernel.errors import KernelError
-from kernel.storage.jsonl import header_line, load_jsonl, write_jsonl
+from kernel.storage.jsonl import encode_records, header_line, load_jsonl, write_jsonl
 from kernel.storage.zstd import write_jsonl_zstd
 from kernel.values.events import SessionHeader
 from kernel.wire.chunks import pack_chunk_rows
-from kernel.wire.codec import event_to_wire
+from kernel.wire.codec import event_to_wire, ranged_spelling
 from kernel.wire.jsontext import _escape_lone_surrogates, encode_json, encode_record_bytes
 from properties import strategies as gen
 from properties.laws import as_events
@@ -106,6 +106,37 @@ def test_loaded_events_mixed_with_built_and_changed_ones(
     _same(loaded.header, events[:k] + renumbered, pack)
 
 
+def _other_fields(event: Event, k: int) -> Event:
+    """A copy of `event` with one envelope field other than seq and time changed."""
+    choice = k % 5
+    if choice == 0:
+        return msgspec.structs.replace(event, ignorable=not event.ignorable)
+    if choice == 1:
+        return msgspec.structs.replace(event, surface_op=None if event.surface_op else APPEND)
+    if choice == 2:
+        sources = event.source_event_seqs
+        return msgspec.structs.replace(event, source_event_seqs=(*(sources or ()), event.seq + 7))
+    if choice == 3:
+        op = event.surface_op
+        if isinstance(op, Replace):
+            return msgspec.structs.replace(event, surface_op=Replace(op.start, op.end + 1))
+        return msgspec.structs.replace(event, source_event_seqs=None)
+    return msgspec.structs.replace(event, type=event.type + "-x")
+
+
+@pytest.mark.parametrize("field", range(5))
+@given(gen.loop_logs(rich=True, max_actions=5, shape="any"), st.booleans(), st.booleans())
+def test_loaded_events_copied_with_other_fields_are_written_from_their_fields(
+    field: int, log: Any, stored_packed: bool, pack: bool
+) -> None:
+    """A copy keeps the loaded event's stored line (its lazy payload and member order);
+    every field the line also spells must still be written from the copy."""
+    loaded = load_jsonl(write_jsonl(HEADER, as_events(log), pack_chunks=stored_packed), now=0)
+    events = loaded.events
+    _same(loaded.header, tuple(_other_fields(e, field) for e in events), pack)
+    _same(loaded.header, tuple(_other_fields(e, field) for e in events[::2]), pack)
+
+
 @given(gen.loop_logs(rich=True, max_actions=4, shape="any"), st.booleans())
 def test_seeded_and_appended_events_after_loaded_ones(log: Any, pack: bool) -> None:
     loaded = load_jsonl(write_jsonl(HEADER, as_events(log)), now=0)
@@ -122,6 +153,27 @@ def test_seeded_and_appended_events_after_loaded_ones(log: Any, pack: bool) -> N
         surface_op=APPEND,
     )
     _same(loaded.header, tuple(appended.events), pack)
+
+
+def _envelope(line: bytes, change: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
+    """`line` with its envelope changed (a chunk row is left as it is)."""
+    wire = json.loads(line)
+    if "seq" not in wire:
+        return line
+    return json.dumps(change(wire), separators=(",", ":")).encode()  # ASCII: surrogates too
+
+
+def _reorder_marker(wire: dict[str, Any]) -> dict[str, Any]:
+    op = wire.get("surfaceOp")
+    if isinstance(op, dict):
+        wire["surfaceOp"] = dict(reversed(op.items()))
+    return wire
+
+
+def _ranged_citations(wire: dict[str, Any]) -> dict[str, Any]:
+    if wire.get("sourceEventSeqs"):
+        wire["sourceEventSeqs"] = ranged_spelling(wire["sourceEventSeqs"])
+    return wire
 
 
 def _in_payload(line: bytes, member: bytes) -> bytes:
@@ -144,6 +196,8 @@ _RESPELLINGS: dict[str, Callable[[bytes], bytes]] = {
     "index keys": lambda line: _in_payload(line, b'"zz":{"b":1,"7":2,"0":3}'),
     "duplicate payload key": lambda line: _in_payload(line, b'"zz":1,"zz":2'),
     "ascii escape": lambda line: line.replace(b"e", b"\\u0065"),
+    "marker members reordered": lambda line: _envelope(line, _reorder_marker),
+    "ranged citations": lambda line: _envelope(line, _ranged_citations),
     "nothing": lambda line: line,
 }
 
@@ -169,6 +223,20 @@ def test_respelled_lines_are_written_as_the_exact_writer_spells_them(
     _same(loaded.header, loaded.events, pack)
 
 
+_ENVELOPE_RESPELLINGS = ("marker members reordered", "ranged citations", "keys reordered")
+
+
+@pytest.mark.parametrize("respelling", _ENVELOPE_RESPELLINGS)
+@given(log=gen.loop_logs(rich=True, max_actions=5, shape="any"), pack=st.booleans())
+def test_every_line_respelled_in_its_envelope_is_written_as_the_exact_writer_spells_it(
+    respelling: str, log: Any, pack: bool
+) -> None:
+    lines = write_jsonl(HEADER, as_events(log), pack_chunks=pack).split(b"\n")
+    respell = _RESPELLINGS[respelling]
+    loaded = load_jsonl(b"\n".join([lines[0], *map(respell, lines[1:-1]), b""]), now=0)
+    _same(loaded.header, loaded.events, pack)
+
+
 def test_index_keys_and_floats_are_spelled_as_json_stringify_does() -> None:
     value = {"b": 1, "10": [1.0, 1e21, 1e-7, 2**53, 0.5], "a": "1.5 and 0e0"}
     assert (
@@ -180,3 +248,96 @@ def test_index_keys_and_floats_are_spelled_as_json_stringify_does() -> None:
 def test_a_header_object_and_a_session_header_write_alike() -> None:
     header = SessionHeader(id="sess-1", created_at=1)
     assert write_jsonl(header, ()) == write_jsonl(HEADER, ())
+
+
+def _chunky_log() -> tuple[Event, ...]:
+    """A turn whose step streams two text runs and a tool call's arguments, every
+    delta distinct, so a member written in the wrong place shows."""
+    wire: list[dict[str, Any]] = [
+        {"type": "turn/start", "data": {"turn": 1}},
+        {"type": "step/start", "data": {"turn": 1, "step": 1}},
+    ]
+    for index, texts in ((0, "abcde"), (1, "fghi")):
+        for text in texts:
+            chunk = {"type": "text-delta", "index": index, "text": text}
+            wire.append({"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": chunk}})
+    for text in ('{"p', 'ath"', ':"x', '"}'):
+        chunk = {"type": "tool-call-delta", "index": 2, "id": "c1", "argumentsDelta": text}
+        wire.append({"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": chunk}})
+    wire += [
+        {"type": "step/end", "data": {"turn": 1, "step": 1}},
+        {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}},
+    ]
+    return tuple(
+        event_from_json({"type": w["type"], "seq": seq, "time": 100 + 7 * seq, "data": w["data"]})
+        for seq, w in enumerate(wire)
+    )
+
+
+def _row_members(events: tuple[Event, ...]) -> list[int]:
+    """The indices of the second member of every loaded chunk row in `events`."""
+    return [
+        i
+        for i, e in enumerate(events)
+        if type(e.data).__name__ == "FrozenObject"
+        and e.data._member == 1
+        and hasattr(e.data._value, "chunk_run")
+    ]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "seq",
+        "payloads swapped",
+        "type",
+        "surface_op",
+        "source_event_seqs",
+        "ignorable",
+        "data rebuilt",
+        "another row's member",
+        "equal row",
+    ],
+)
+@pytest.mark.parametrize("pack", [True, False])
+def test_a_loaded_row_with_a_member_changed_is_packed_from_its_members(
+    change: str, pack: bool
+) -> None:
+    """A stored row is written as read only while its members are all there, unchanged
+    and in order; any change to one member is packed from the members' fields."""
+    loaded = load_jsonl(write_jsonl(HEADER, _chunky_log()), now=0)
+    other = load_jsonl(write_jsonl(HEADER, _chunky_log()), now=0).events
+    rows = _row_members(loaded.events)
+    assert len(rows) == 3
+    events = list(loaded.events)
+    for n, i in enumerate(rows):
+        second, third = events[i], events[i + 1]
+        if change == "seq":
+            events[i] = msgspec.structs.replace(second, seq=second.seq + 10**6)
+        elif change == "payloads swapped":
+            events[i] = msgspec.structs.replace(second, data=third.data)
+            events[i + 1] = msgspec.structs.replace(third, data=second.data)
+        elif change == "type":
+            events[i] = msgspec.structs.replace(second, type="assistant/chunk-x")
+        elif change == "data rebuilt":
+            events[i] = event_from_json(event_to_json(second))
+        elif change in ("surface_op", "source_event_seqs", "ignorable"):
+            value = {"surface_op": APPEND, "source_event_seqs": (0,), "ignorable": True}[change]
+            events[i] = msgspec.structs.replace(second, **{change: value})
+        elif change == "another row's member":
+            events[i] = msgspec.structs.replace(second, data=loaded.events[rows[n - 1]].data)
+        else:  # the same member of an equal row another load read: packs alike
+            events[i] = other[i]
+    _same(loaded.header, tuple(events), pack)
+    assert write_jsonl(loaded.header, loaded.events) == write_jsonl(HEADER, _chunky_log())
+
+
+@pytest.mark.parametrize("cut", range(17))
+def test_a_run_stored_across_two_batches_is_written_as_one_row(cut: int) -> None:
+    """Packing is per batch (a run split by a batch boundary is stored as two rows or
+    as a row and single chunks); writing the loaded log packs the whole run again."""
+    events = _chunky_log()
+    stored = write_jsonl(HEADER, events[:cut]) + encode_records(events[cut:])
+    loaded = load_jsonl(stored, now=0)
+    _same(loaded.header, loaded.events, True)
+    assert write_jsonl(loaded.header, loaded.events) == write_jsonl(HEADER, events)

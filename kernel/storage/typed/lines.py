@@ -23,6 +23,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from kernel.admission.admit import admit_wire_event, admitted_as_it_is
+from kernel.admission.envelope import are_safe_seqs, is_safe_seq
 from kernel.admission.provenance import PRESENT_NULL
 from kernel.errors import KernelError
 from kernel.folds.closers import interrupted_turn_closers
@@ -39,19 +40,21 @@ from kernel.storage.typed.schema import (
     decode_ascii_line,
     decode_line,
     decode_other,
+    delta_facts,
 )
 from kernel.values.events import (
     APPEND,
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     SURFACE_TYPES,
+    Append,
     Event,
     Replace,
     SessionHeader,
 )
 from kernel.values.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
 from kernel.wire.codec import event_to_wire, header_from_json, interned_order, parse_source_seqs
-from kernel.wire.jsontext import parse_json
+from kernel.wire.jsontext import parse_json, parse_json_shaped
 from kernel.wire.legacy import STEERING_MESSAGE, may_need_normalizing
 
 __all__ = (
@@ -61,6 +64,7 @@ __all__ = (
     "plan_events",
     "plan_decoded_events",
     "scan_row_lines",
+    "loaded_wire",
 )
 
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
@@ -105,10 +109,15 @@ def _no_lossy_number(line: bytes) -> bool:
     apart, so the answer errs one way: False when unsure (the same bytes inside
     a string, or joined by the deletion), and the value is then walked instead.
     """
-    if b"-0" in line and (b"-0." in line or b"-0e" in line or b"-0E" in line):
+    # `find`, not `in` (see `kernel.wire.jsontext._spelled_alike`).
+    if line.find(b"-0") >= 0 and (
+        line.find(b"-0.") >= 0 or line.find(b"-0e") >= 0 or line.find(b"-0E") >= 0
+    ):
         return False
     shapes = line.translate(_NUMBER_SHAPES, b"+-")
-    return not (b"0e000" in shapes or (len(shapes) >= 300 and _LONG_LITERAL in shapes))
+    return not (
+        shapes.find(b"0e000") >= 0 or (len(shapes) >= 300 and shapes.find(_LONG_LITERAL) >= 0)
+    )
 
 
 class _PeekedData(msgspec.Struct, gc=False):
@@ -207,10 +216,115 @@ class _StoredLine(msgspec.Struct, gc=False):
             return None
         return countOf(map(_TYPE, blocks), block_type)
 
+    def chunk_member(self, member: int) -> tuple[tuple[Any, ...], str] | bool | None:
+        """The packing facts of the delta chunk this line stores, False for a chunk that is
+        no delta, None when unsure (see `delta_facts`)."""
+        return delta_facts(self.line)
+
     def keys(self) -> tuple[str, ...]:
         if self.order is None:
             self.order = interned_order(_KEYS_DECODER.decode(self.line))
         return self.order
+
+
+def loaded_wire(event: Event) -> tuple[dict[str, Any], tuple[bytes, bytes] | None] | None:
+    """The wire object of an event a load read and nobody changed, parsed afresh from
+    what the load kept, and the line it was parsed from with its shapes (for
+    `kernel.wire.jsontext.encode_record_bytes`); None for any other event.
+
+    The caller owns the dict, and the event's lazy payload stays unbuilt: a writer
+    that spells a loaded log again reads each line once and keeps nothing. The
+    object is the one `event_to_wire` gives once the payload is built (same
+    members, values and member order), so both spell the same bytes. An event
+    whose fields differ from what its line says (a copy made with other fields),
+    or whose line spells its citations with ranges, is left to `event_to_wire`.
+    """
+    data = event.data
+    if data.__class__ is not FrozenObject:
+        return None
+    source = data._value
+    if source.__class__ is _StoredLine:
+        return _line_wire(event, source) if event.wire_order is source else None
+    if isinstance(source, (ChunkRow, ToolCallRow)):
+        return _member_wire(event, source, data._member)
+    return None
+
+
+def _line_wire(
+    event: Event, source: _StoredLine
+) -> tuple[dict[str, Any], tuple[bytes, bytes]] | None:
+    if type(event.ignorable) is not bool:
+        return None
+    line = source.line
+    try:
+        wire, shapes = parse_json_shaped(line)
+    except ValueError:
+        return None
+    members = 4
+    op, sources = event.surface_op, event.source_event_seqs
+    if op is not None:
+        written = _surface_op_written(op)
+        if written is None or wire.get("surfaceOp") != written:
+            return None
+        wire["surfaceOp"] = written  # the writer's member order, whatever the line's
+        members += 1
+    if sources is not None:
+        # The line's list as it is (a ranged one reads differently from the tuple): the
+        # writer spells it afresh (`kernel.storage.jsonl.encode_records`).
+        if not are_safe_seqs(sources) or wire.get("sourceEventSeqs") != list(sources):
+            return None
+        members += 1
+    if event.ignorable:
+        if wire.get("ignorable") is not True:
+            return None
+        members += 1
+    event_type, seq, time = event.type, event.seq, event.time
+    if (
+        len(wire) == members
+        and "data" in wire
+        and type(event_type) is str
+        and event_type == wire.get("type")
+        and type(seq) is int
+        and type(wire.get("seq")) is int
+        and seq == wire["seq"]
+        and type(time) is int
+        and type(wire.get("time")) is int
+        and time == wire["time"]
+    ):
+        return wire, (line, shapes)
+    return None
+
+
+def _surface_op_written(op: Any) -> Any:
+    """The wire spelling `event_to_wire` gives a well-typed marker, or None."""
+    if type(op) is Append:
+        return "append"
+    if type(op) is Replace and is_safe_seq(op.start) and is_safe_seq(op.end):
+        return {"op": "replace", "start": op.start, "end": op.end}
+    return None
+
+
+def _member_wire(
+    event: Event, source: ChunkRow | ToolCallRow, member: int
+) -> tuple[dict[str, Any], None] | None:
+    seq, time = event.seq, event.time
+    if (
+        (
+            event.type is ASSISTANT_CHUNK
+            or (type(event.type) is str and event.type == ASSISTANT_CHUNK)
+        )
+        and type(seq) is int
+        and 0 <= seq <= MAX_SAFE_INTEGER
+        and type(time) is int
+        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+        and event.surface_op is None
+        and event.source_event_seqs is None
+        and event.ignorable is False
+        and (event.wire_order is _MEMBER_ORDER or event.wire_order == _MEMBER_ORDER)
+    ):
+        wire = {"type": ASSISTANT_CHUNK, "seq": seq, "time": time, "data": source.build(member)}
+        return wire, None
+    return None
 
 
 def _safe_positive(value: Any) -> bool:
@@ -419,10 +533,11 @@ def plan_events(
     """
     if session_id is not None and header["id"] != session_id:
         return None
-    types = set(map(_TYPE, events))
-    if normalize and STEERING_MESSAGE in types:
+    types = tuple(map(_TYPE, events))
+    present = set(types)
+    if normalize and STEERING_MESSAGE in present:
         return None
-    unknown = types.difference(known_types)
+    unknown = present.difference(known_types)
     if unknown and any(e.type in unknown and not e.ignorable for e in events):
         return None  # the unknown-type rule refuses the log
     try:
@@ -436,11 +551,10 @@ def plan_events(
         # allocates, and each collection of the young generation would walk all of it.
         size = len(events)
         events += closers
+        types += tuple(map(_TYPE, closers))
         try:
-            surface = surface_fold_over(
-                events, compress(count(), map(_ON_SURFACE, map(_TYPE, events)))
-            )
-            result = AdmittedEvents(events, surface)
+            surface = surface_fold_over(events, compress(count(), map(_ON_SURFACE, types)))
+            result = AdmittedEvents(events, surface, types)
         finally:
             del events[size:]
     except KernelError:

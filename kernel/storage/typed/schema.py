@@ -49,6 +49,7 @@ __all__ = (
     "ENVELOPE_TYPES",
     "decode_ascii_line",
     "DECODE_ERRORS",
+    "delta_facts",
 )
 
 SeqInt = Annotated[int, Meta(ge=0, le=MAX_SAFE_INTEGER)]
@@ -328,6 +329,83 @@ class ChunkRow(Struct, kw_only=True, gc=False, forbid_unknown_fields=True, tag_f
         data = self.data
         return (self.kind, data.turn, data.step, data.index), data.texts[member]
 
+    def chunk_run(self) -> tuple[tuple[Any, ...], list[str]]:
+        """The run key all members share and their texts in order (`chunk_member` of each)."""
+        data = self.data
+        return (self.kind, data.turn, data.step, data.index), data.texts
+
+
+# -- the packing facts of one stored delta chunk (docs/format/events.md §7.2) ----------------------
+
+
+class _TextDelta(_Exact, tag_field="type", tag="text-delta"):
+    index: SafeInt
+    text: str
+
+
+class _ReasoningDelta(_TextDelta, tag="reasoning-delta"):
+    pass
+
+
+class _ToolCallDelta(_Exact, tag_field="type", tag="tool-call-delta"):
+    index: SafeInt
+    id: str
+    argumentsDelta: str
+    name: str | UnsetType = UNSET
+
+
+class _DeltaData(_Exact):
+    turn: SafeInt
+    step: SafeInt
+    chunk: _TextDelta | _ReasoningDelta | _ToolCallDelta
+
+
+class _DeltaLine(_Shape):
+    data: _DeltaData
+
+
+class _KindBody(_Shape):
+    type: str
+
+
+class _KindData(_Shape):
+    chunk: _KindBody
+
+
+class _KindLine(_Shape):
+    data: _KindData
+
+
+_DELTA_DECODER: Final = msgspec.json.Decoder(_DeltaLine)
+_KIND_DECODER: Final = msgspec.json.Decoder(_KindLine)
+_DELTA_KINDS: Final = frozenset({"text-delta", "reasoning-delta", "tool-call-delta"})
+
+
+def delta_facts(line: bytes) -> tuple[tuple[Any, ...], str] | bool | None:
+    """The run key and text `kernel.wire.chunks` packs a stored `assistant/chunk` line by,
+    read without building its payload. False when its chunk is no delta (it never
+    packs); None when that cannot be told this way (the caller reads the payload).
+
+    The key is the one `kernel.wire.chunks` builds from the parsed payload: the same
+    numbers (safe integers, read alike by every reader), the same strings (a lone
+    surrogate, which msgspec refuses, gives None). A delta with any other member, or
+    a number that is not a safe integer, gives None.
+    """
+    try:
+        if _KIND_DECODER.decode(line).data.chunk.type not in _DELTA_KINDS:
+            return False
+        data = _DELTA_DECODER.decode(line).data
+    except DECODE_ERRORS:
+        return None
+    chunk = data.chunk
+    if isinstance(chunk, _TextDelta):
+        kind = "text-delta" if type(chunk) is _TextDelta else "reasoning-delta"
+        return (kind, data.turn, data.step, chunk.index), chunk.text
+    named = chunk.name is not UNSET
+    name = chunk.name if named else None
+    key = ("tool-call-delta", data.turn, data.step, chunk.index, chunk.id, named, name)
+    return key, chunk.argumentsDelta
+
 
 class _TextRow(ChunkRow, tag="text-chunks"):
     kind = "text-delta"
@@ -365,6 +443,11 @@ class ToolCallRow(Struct, kw_only=True, gc=False, forbid_unknown_fields=True, ta
         name = data.name if named else None
         key = ("tool-call-delta", data.turn, data.step, data.index, data.id, named, name)
         return key, data.args[member]
+
+    def chunk_run(self) -> tuple[tuple[Any, ...], list[str]]:
+        """The run key all members share and their arguments deltas in order (see
+        `ChunkRow.chunk_run`)."""
+        return self.chunk_member(0)[0], self.data.args
 
 
 class _ToolCallRow(ToolCallRow, tag="tool-call-chunks"):
