@@ -35,6 +35,7 @@ from kernel.values.events import (
     TOOL_RESULT,
     Append,
     Event,
+    LoadedEvents,
     Replace,
 )
 from kernel.values.json import MAX_SAFE_INTEGER, json_equal, summary, thaw
@@ -84,7 +85,8 @@ class SurfaceFold:
 
 _TYPE: Final = attrgetter("type")
 
-class AdmittedEvents(tuple[Event, ...]):
+
+class AdmittedEvents(LoadedEvents):
     """The events of a whole log a loader admitted, with the surface it planned on the way.
 
     A tuple in every other respect. A loader makes one only for a log it admitted

@@ -32,8 +32,14 @@ from kernel.storage.load import (
     scan_lines,
 )
 from kernel.storage.scan import scan_records
-from kernel.storage.typed.lines import loaded_wire
-from kernel.values.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
+from kernel.storage.typed.lines import loaded_member_lines, loaded_wire
+from kernel.values.events import (
+    ASSISTANT_CHUNK,
+    DEFAULT_KNOWN_TYPES,
+    Event,
+    SessionHeader,
+    known_type_set,
+)
 from kernel.values.json import FrozenObject, is_number, view
 from kernel.wire.chunks import pack_chunk_rows
 from kernel.wire.codec import (
@@ -300,23 +306,36 @@ def encode_records(
         records: tuple[Any, ...] = pack_chunk_rows(events)
     else:
         records = tuple(iter_events(events))
-    parts = []
-    for index, record in enumerate(records):
-        if type(record) is Event:
-            loaded = loaded_wire(record)
-            wire, read_from = loaded if loaded is not None else (event_to_wire(record), None)
-            if ranged_sources and record.source_event_seqs:
-                wire["sourceEventSeqs"] = ranged_spelling(record.source_event_seqs)
-                read_from = None
-            parts.append(encode_record_bytes(wire, read_from))
-        elif type(record) is FrozenObject:
-            parts.append(encode_record_bytes(record))
-        else:
-            raise KernelError(f"encode_records: item {index} is not an Event", index=index)
+    parts: list[bytes] = []
+    index, size = 0, len(records)
+    while index < size:
+        record = records[index]
+        if not pack_chunks and type(record) is Event and record.type is ASSISTANT_CHUNK:
+            lines = loaded_member_lines(records, index)  # a whole loaded row, unpacked
+            if lines is not None:
+                parts += lines
+                index += len(lines)
+                continue
+        parts.append(_record_bytes(record, index, ranged_sources))
+        index += 1
     if not parts:
         return b""
     parts.append(b"")
     return b"\n".join(parts)
+
+
+def _record_bytes(record: Any, index: int, ranged_sources: bool) -> bytes:
+    """The exact text of one storage record (an `Event` or a chunk row)."""
+    if type(record) is Event:
+        loaded = loaded_wire(record)
+        wire, read_from = loaded if loaded is not None else (event_to_wire(record), None)
+        if ranged_sources and record.source_event_seqs:
+            wire["sourceEventSeqs"] = ranged_spelling(record.source_event_seqs)
+            read_from = None
+        return encode_record_bytes(wire, read_from)
+    if type(record) is FrozenObject:
+        return encode_record_bytes(record)
+    raise KernelError(f"encode_records: item {index} is not an Event", index=index)
 
 
 def write_jsonl(

@@ -22,6 +22,7 @@ __all__ = (
     "Replace",
     "SurfaceOp",
     "Event",
+    "LoadedEvents",
     "SessionHeader",
     "TURN_START",
     "TURN_END",
@@ -235,6 +236,19 @@ class Event(msgspec.Struct, frozen=True, gc=False):
             f"data={self.data!r}, surface_op={self.surface_op!r}, "
             f"source_event_seqs={self.source_event_seqs!r}, ignorable={self.ignorable!r})"
         )
+
+
+class LoadedEvents(tuple[Event, ...]):
+    """Events exactly as a loader built them from stored records, in the loader's order.
+
+    A marker for the loader's own tuple (`kernel.folds.surface.AdmittedEvents` derives
+    from it): every event is the one the loader made, so the members of a stored
+    chunk row stand together, in order and unchanged, and the writer packs them
+    again without looking at each (`kernel.wire.chunks.loaded_row`). Nothing but a
+    loader makes one; a slice or a copy is a plain tuple.
+    """
+
+    __slots__ = ()
 
 
 class LazyOrder(Protocol):

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import pairwise
-from typing import Any, Final, overload
+from operator import attrgetter
+from typing import Any, Final, NamedTuple, overload
 
 from kernel.errors import KernelError, MalformedChunkRow, ProvenanceError
 from kernel.values.events import (
@@ -21,6 +22,7 @@ from kernel.values.events import (
     TEXT_CHUNKS,
     TOOL_CALL_CHUNKS,
     Event,
+    LoadedEvents,
 )
 from kernel.values.json import MAX_SAFE_INTEGER, FrozenObject, raw, safe_int, summary, view
 from kernel.wire.codec import check_event, expand_ranges, has_ranges, iter_events
@@ -38,6 +40,8 @@ __all__ = (
     "expand_chunk_row",
     "expand_storage_records",
     "expand_row_wire",
+    "LoadedRow",
+    "loaded_row",
 )
 
 MIN_RUN: Final = 3
@@ -298,21 +302,27 @@ def pack_chunk_rows(
         item = log[index]
         if isinstance(item, Mapping):
             return item, _wire_member(item)
-        try:
-            event = check_event(item, index=index)
-        except KernelError:  # named only now: formatting the name costs a third of a check
-            event = check_event(item, f"pack_chunk_rows: item {index}", index)
+        event = _checked(item, index)
         return event, _event_member(event)
 
     index, size = 0, len(log)
     while index < size:
         item = log[index]
-        if not bounded and item.__class__ is Event and item.type is ASSISTANT_CHUNK:
-            row = _loaded_row(log, index)
-            if row is not None and _stands_alone(row, run, facts, index + row[0], size):
-                close_run()
-                out.append(_row_of(*row[1:]))
-                index += row[0]
+        if item.__class__ is Event:
+            kind = item.type
+            if kind is ASSISTANT_CHUNK:
+                row = None if bounded else loaded_row(log, index)
+                if row is not None and _stands_alone(row, run, facts, index + row[0], size):
+                    close_run()
+                    out.append(_row_of(*row[1:]))
+                    index += row[0]
+                    continue
+            elif kind.__class__ is str and kind != ASSISTANT_CHUNK:  # never packs (§7.2)
+                out_of_run = _checked(item, index)
+                if run:
+                    close_run()
+                out.append(out_of_run)
+                index += 1
                 continue
         event, member = facts(index)
         index += 1
@@ -327,6 +337,15 @@ def pack_chunk_rows(
     return tuple(out)
 
 
+def _checked(item: Any, index: int) -> Event:
+    """`check_event` of item `index`, its name spelled only for an error (spelling it costs
+    a third of the check)."""
+    try:
+        return check_event(item, index=index)
+    except KernelError:
+        return check_event(item, f"pack_chunk_rows: item {index}", index)
+
+
 def _continues(last: _Member, member: _Member) -> bool:
     """Whether `member` extends a run that ends with `last` (§7.3)."""
     gap = member[1] - last[1]
@@ -337,11 +356,22 @@ def _continues(last: _Member, member: _Member) -> bool:
     )
 
 
-# `(members, seq0, time0, key, dt, texts)`: a loaded row as `_row_of` writes it, and its size.
-_LoadedRow = tuple[int, int, int, tuple[Any, ...], list[int], list[str]]
+_TIME: Final = attrgetter("time")
 
 
-def _loaded_row(log: Sequence[Any], start: int) -> _LoadedRow | None:
+class LoadedRow(NamedTuple):
+    """A chunk row a run of loaded members packs into, read off the row they were loaded
+    from: their number, then the fields `_row_of` writes."""
+
+    members: int
+    seq0: int
+    time0: int
+    key: tuple[Any, ...]
+    dt: list[int]
+    texts: list[str]
+
+
+def loaded_row(log: Sequence[Any], start: int) -> LoadedRow | None:
     """The row whose members `log[start:]` begins with, every one unchanged, or None.
 
     A chunk row a load read is the lazy payload source of its members
@@ -350,7 +380,9 @@ def _loaded_row(log: Sequence[Any], start: int) -> _LoadedRow | None:
     seqs, times and envelope fields packing needs (§7.2), the row they pack into is
     known without reading a member: this is `pack_chunk_rows`' answer for them
     whenever they form a run of their own. `log[start]` is an `Event` typed
-    `assistant/chunk` (the caller looked).
+    `assistant/chunk` (the caller looked). In a loader's own tuple (`LoadedEvents`)
+    the members are the loader's, so only their times are read; in any other
+    sequence each member is checked to be the loaded one, field by field.
     """
     first = log[start]
     data = first.data
@@ -370,6 +402,8 @@ def _loaded_row(log: Sequence[Any], start: int) -> _LoadedRow | None:
         or not 0 <= seq0 <= MAX_SAFE_INTEGER - size + 1
     ):
         return None
+    if isinstance(log, LoadedEvents):  # the loader's own events: the members stand unchanged
+        return _row_read(seq0, key, texts, list(map(_TIME, log[start : start + size])))
     times: list[int] = []
     for k, event in enumerate(log[start : start + size]):
         data = event.data
@@ -390,14 +424,20 @@ def _loaded_row(log: Sequence[Any], start: int) -> _LoadedRow | None:
         ):
             return None
         times.append(time)
+    return _row_read(seq0, key, texts, times)
+
+
+def _row_read(
+    seq0: int, key: tuple[Any, ...], texts: list[str], times: list[int]
+) -> LoadedRow | None:
     dt = [b - a for a, b in pairwise(times)]
     if min(dt) < -MAX_SAFE_INTEGER or max(dt) > MAX_SAFE_INTEGER:
         return None
-    return size, seq0, times[0], key, dt, list(texts)
+    return LoadedRow(len(texts), seq0, times[0], key, dt, list(texts))
 
 
 def _stands_alone(
-    row: _LoadedRow,
+    row: LoadedRow,
     run: list[tuple[Event | Mapping[str, Any], _Member]],
     facts: Callable[[int], tuple[Event | Mapping[str, Any], _Member | None]],
     after: int,

@@ -294,6 +294,7 @@ def _row_members(events: tuple[Event, ...]) -> list[int]:
         "surface_op",
         "source_event_seqs",
         "ignorable",
+        "wire order",
         "data rebuilt",
         "another row's member",
         "equal row",
@@ -324,6 +325,8 @@ def test_a_loaded_row_with_a_member_changed_is_packed_from_its_members(
         elif change in ("surface_op", "source_event_seqs", "ignorable"):
             value = {"surface_op": APPEND, "source_event_seqs": (0,), "ignorable": True}[change]
             events[i] = msgspec.structs.replace(second, **{change: value})
+        elif change == "wire order":
+            events[i] = msgspec.structs.replace(second, wire_order=("seq", "type", "data", "time"))
         elif change == "another row's member":
             events[i] = msgspec.structs.replace(second, data=loaded.events[rows[n - 1]].data)
         else:  # the same member of an equal row another load read: packs alike
@@ -341,3 +344,30 @@ def test_a_run_stored_across_two_batches_is_written_as_one_row(cut: int) -> None
     loaded = load_jsonl(stored, now=0)
     _same(loaded.header, loaded.events, True)
     assert write_jsonl(loaded.header, loaded.events) == write_jsonl(HEADER, events)
+
+
+def test_a_row_member_orjson_refuses_is_spelled_by_the_exact_writer() -> None:
+    """A text orjson cannot write (a lone surrogate; a load never makes one, msgspec
+    refuses it) falls to the exact encoder, which escapes it."""
+    from kernel.storage.typed.schema import _TextRow, _TextRowData
+    from kernel.values.events import ASSISTANT_CHUNK
+    from kernel.values.json import FrozenObject
+
+    row = _TextRow(
+        seq0=0,
+        time0=5,
+        data=_TextRowData(turn=1, step=1, index=0, dt=[1, 1], texts=["a", "\ud800", "b"]),
+    )
+    events = tuple(
+        Event(
+            ASSISTANT_CHUNK,
+            k,
+            5 + k,
+            FrozenObject(row, True, None, None, ASSISTANT_CHUNK, k),
+            wire_order=("type", "seq", "time", "data"),
+        )
+        for k in range(3)
+    )
+    written = write_jsonl(HEADER, events, pack_chunks=False)
+    assert b'"text":"\\ud800"' in written
+    assert written == _exact_writer(HEADER, events, pack_chunks=False)

@@ -14,12 +14,13 @@ decides and names the error. A torn tail is handled here, since it is no error.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from itertools import accumulate, compress, count
+from collections.abc import Collection, Sequence
+from itertools import accumulate, compress, count, repeat
 from operator import attrgetter, countOf
 from typing import Any, Final, NamedTuple
 
 import msgspec
+import orjson
 from msgspec import UNSET, UnsetType
 
 from kernel.admission.admit import admit_wire_event, admitted_as_it_is
@@ -53,6 +54,7 @@ from kernel.values.events import (
     SessionHeader,
 )
 from kernel.values.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
+from kernel.wire.chunks import loaded_row
 from kernel.wire.codec import event_to_wire, header_from_json, interned_order, parse_source_seqs
 from kernel.wire.jsontext import parse_json, parse_json_shaped
 from kernel.wire.legacy import STEERING_MESSAGE, may_need_normalizing
@@ -65,6 +67,7 @@ __all__ = (
     "plan_decoded_events",
     "scan_row_lines",
     "loaded_wire",
+    "loaded_member_lines",
 )
 
 _MEMBER_ORDER: Final = ("type", "seq", "time", "data")
@@ -248,6 +251,33 @@ def loaded_wire(event: Event) -> tuple[dict[str, Any], tuple[bytes, bytes] | Non
     if isinstance(source, (ChunkRow, ToolCallRow)):
         return _member_wire(event, source, data._member)
     return None
+
+
+def loaded_member_lines(records: Sequence[Any], start: int) -> list[bytes] | None:
+    """The exact lines of the events of one whole loaded chunk row, written one by one
+    (unpacked), when `records[start:]` begins with them unchanged (`loaded_row`); else None.
+
+    Each line is orjson's text of the member's wire object, unchecked: it holds safe
+    integers (the seqs and times `loaded_row` checked, the turn, step and index the
+    load checked), strings and fixed keys, which orjson spells as `JSON.stringify`
+    does. A lone surrogate, which orjson refuses, gives None.
+    """
+    row = loaded_row(records, start)
+    if row is None:
+        return None
+    members = records[start : start + row.members]
+    if any(event.wire_order != _MEMBER_ORDER for event in members):
+        return None
+    source = members[0].data._value
+    try:
+        return [
+            orjson.dumps(
+                {"type": ASSISTANT_CHUNK, "seq": event.seq, "time": event.time, "data": build(k)}
+            )
+            for k, event, build in zip(count(), members, repeat(source.build))
+        ]
+    except orjson.JSONEncodeError:
+        return None
 
 
 def _line_wire(
