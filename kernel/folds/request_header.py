@@ -334,21 +334,11 @@ def _snapshot_cannot_fail(event: Event) -> bool:
 
 
 def _snapshots(log: Sequence[Event]) -> list[Event]:
-    """The `request/header` events of `log`, in order.
-
-    A loaded log knows its types (`AdmittedEvents.types`): `tuple.index` finds each
-    snapshot in C, comparing the interned type by identity first, where a loop
-    would read every event.
-    """
-    if type(log) is not AdmittedEvents:
-        return [event for event in log if event.type == REQUEST_HEADER]
-    types, found, at = log.types, [], -1
-    try:
-        while True:
-            at = types.index(REQUEST_HEADER, at + 1)
-            found.append(log[at])
-    except ValueError:
-        return found
+    """The `request/header` events of `log`, in order: for a loaded log, at the positions
+    its load found (`AdmittedEvents.request_headers`), else by reading every event."""
+    if type(log) is AdmittedEvents:
+        return [log[at] for at in log.request_headers]
+    return [event for event in log if event.type == REQUEST_HEADER]
 
 
 def fold_request_header(events: Iterable[Event], start: Any = None) -> Any:

@@ -31,6 +31,7 @@ from kernel.errors import (
     ToolResultRewriteError,
 )
 from kernel.values.events import (
+    REQUEST_HEADER,
     SURFACE_TYPES,
     TOOL_RESULT,
     Append,
@@ -95,21 +96,21 @@ class AdmittedEvents(LoadedEvents):
     answer from what the load computed rather than folding again: the surface folds
     take `surface`, and the closers are `()`. A slice, a copy or any other sequence
     of the same events folds from scratch, to the same answer; a pickled one comes
-    back as a plain tuple. `types` is every event's type in order (the load reads
-    them anyway), for the folds that look for a few events among many.
+    back as a plain tuple. `request_headers` holds the positions of its
+    `request/header` events, found from `types` (every event's type, which the load
+    reads anyway) by `tuple.index` in C, so the header fold reads those events alone.
     """
 
     surface: SurfaceFold
-    types: tuple[str, ...]
+    request_headers: tuple[int, ...]
 
     def __new__(
-        cls, events: Iterable[Event], surface: SurfaceFold, types: Iterable[str] | None = None
+        cls, events: Iterable[Event], surface: SurfaceFold, types: tuple[str, ...] | None = None
     ) -> AdmittedEvents:
         admitted = super().__new__(cls, events)
         object.__setattr__(admitted, "surface", surface)
-        object.__setattr__(
-            admitted, "types", tuple(map(_TYPE, admitted)) if types is None else tuple(types)
-        )
+        kinds = tuple(map(_TYPE, admitted)) if types is None else types
+        object.__setattr__(admitted, "request_headers", _positions(kinds, REQUEST_HEADER))
         return admitted
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -120,6 +121,19 @@ class AdmittedEvents(LoadedEvents):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (tuple, (tuple(self),))
+
+
+def _positions(types: tuple[str, ...], event_type: str) -> tuple[int, ...]:
+    """Where `event_type` is in `types`: `tuple.index` from each one found, in C, comparing
+    by identity first (the load's types are interned)."""
+    found: list[int] = []
+    at = -1
+    try:
+        while True:
+            at = types.index(event_type, at + 1)
+            found.append(at)
+    except ValueError:
+        return tuple(found)
 
 
 def is_surface_eligible_type(event_type: str) -> bool:

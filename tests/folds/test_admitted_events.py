@@ -23,7 +23,7 @@ from kernel import (
     write_jsonl_zstd,
 )
 from kernel.folds.surface import AdmittedEvents, SurfaceFold
-from kernel.values.events import SessionHeader
+from kernel.values.events import LoadedEvents, SessionHeader
 from kernel.values.json import thaw
 from properties import strategies as gen
 from properties.laws import as_events
@@ -67,6 +67,7 @@ def test_the_folds_over_loaded_events_answer_as_over_a_plain_tuple(
 ) -> None:
     events = loaded(case.events, pack=pack, zstd=zstd)
     assert type(events) is AdmittedEvents  # the typed path admitted it: the memo is in use
+    assert events.request_headers == _positions_of(events, "request/header")
     assert answers(events) == answers(tuple(events)) == answers(list(events))
     assert interrupted_turn_closers(tuple(events)) == ()  # the load closed its last turn
 
@@ -75,12 +76,14 @@ def test_the_folds_over_loaded_events_answer_as_over_a_plain_tuple(
 def test_the_surface_a_load_keeps_is_the_fold_of_its_events(log: Any) -> None:
     events = loaded(as_events(log), pack=True, zstd=False)
     assert events.surface == fold_surface(list(events))
+    assert events.request_headers == _positions_of(events, "request/header")
 
 
 def test_admitted_events_are_a_frozen_tuple_that_slices_copies_and_pickles_as_one() -> None:
     fold = SurfaceFold((), ())
     events = AdmittedEvents([], fold)
     assert events == () and isinstance(events, tuple) and events.surface is fold
+    assert events.request_headers == () and isinstance(events, LoadedEvents)
     with pytest.raises(AttributeError):
         events.surface = fold  # type: ignore[misc]
     with pytest.raises(AttributeError):
@@ -92,6 +95,10 @@ def test_admitted_events_are_a_frozen_tuple_that_slices_copies_and_pickles_as_on
     assert type(loaded_events[1:]) is tuple and type(loaded_events[:]) is tuple
     back = pickle.loads(pickle.dumps(loaded_events))
     assert type(back) is tuple and back == loaded_events
+
+
+def _positions_of(events: tuple[Any, ...], event_type: str) -> tuple[int, ...]:
+    return tuple(at for at, event in enumerate(events) if event.type == event_type)
 
 
 def _example(name: str) -> bytes:
