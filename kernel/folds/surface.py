@@ -47,6 +47,7 @@ __all__ = (
     "Replacement",
     "SurfaceFold",
     "AdmittedEvents",
+    "positions_of_type",
     "SurfaceState",
     "fold_surface",
     "is_surface_eligible_type",
@@ -97,20 +98,24 @@ class AdmittedEvents(LoadedEvents):
     take `surface`, and the closers are `()`. A slice, a copy or any other sequence
     of the same events folds from scratch, to the same answer; a pickled one comes
     back as a plain tuple. `request_headers` holds the positions of its
-    `request/header` events, found from `types` (every event's type, which the load
-    reads anyway) by `tuple.index` in C, so the header fold reads those events alone.
+    `request/header` events (the load finds them in the types it reads anyway), so
+    the header fold reads those alone.
     """
 
     surface: SurfaceFold
     request_headers: tuple[int, ...]
 
     def __new__(
-        cls, events: Iterable[Event], surface: SurfaceFold, types: tuple[str, ...] | None = None
+        cls,
+        events: Iterable[Event],
+        surface: SurfaceFold,
+        request_headers: tuple[int, ...] | None = None,
     ) -> AdmittedEvents:
         admitted = super().__new__(cls, events)
+        if request_headers is None:
+            request_headers = positions_of_type(tuple(map(_TYPE, admitted)), REQUEST_HEADER)
         object.__setattr__(admitted, "surface", surface)
-        kinds = tuple(map(_TYPE, admitted)) if types is None else types
-        object.__setattr__(admitted, "request_headers", _positions(kinds, REQUEST_HEADER))
+        object.__setattr__(admitted, "request_headers", request_headers)
         return admitted
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -123,9 +128,13 @@ class AdmittedEvents(LoadedEvents):
         return (tuple, (tuple(self),))
 
 
-def _positions(types: tuple[str, ...], event_type: str) -> tuple[int, ...]:
+def positions_of_type(types: tuple[str, ...], event_type: str) -> tuple[int, ...]:
     """Where `event_type` is in `types`: `tuple.index` from each one found, in C, comparing
-    by identity first (the load's types are interned)."""
+    by identity first (the load's types are interned).
+
+    >>> positions_of_type(("a", "b", "a"), "a")
+    (0, 2)
+    """
     found: list[int] = []
     at = -1
     try:

@@ -14,8 +14,9 @@ decides and names the error. A torn tail is handled here, since it is no error.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Collection, Sequence
-from itertools import accumulate, compress, count, repeat
+from itertools import accumulate, chain, compress, count, repeat
 from operator import attrgetter, countOf
 from typing import Any, Final, NamedTuple
 
@@ -28,7 +29,7 @@ from kernel.admission.envelope import are_safe_seqs, is_safe_seq
 from kernel.admission.provenance import PRESENT_NULL
 from kernel.errors import KernelError
 from kernel.folds.closers import interrupted_turn_closers
-from kernel.folds.surface import AdmittedEvents, surface_fold_over
+from kernel.folds.surface import AdmittedEvents, positions_of_type, surface_fold_over
 from kernel.storage.scan import close_scan, read_record, row_gap, seq_gap
 from kernel.storage.sqlite_rows import RowLines
 from kernel.storage.typed.schema import (
@@ -47,6 +48,7 @@ from kernel.values.events import (
     APPEND,
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
+    REQUEST_HEADER,
     SURFACE_TYPES,
     Append,
     Event,
@@ -580,11 +582,14 @@ def plan_events(
         # scan's list for the plan only: a copy of every event would be young while the plan
         # allocates, and each collection of the young generation would walk all of it.
         size = len(events)
+        kinds = chain(types, map(_TYPE, closers))
+        on_surface = array("q", compress(count(), map(_ON_SURFACE, kinds)))
+        headers = positions_of_type(types, REQUEST_HEADER)  # a closer is never a request/header
+        del types, kinds  # a pointer an event: not kept while the plan allocates
         events += closers
-        types += tuple(map(_TYPE, closers))
         try:
-            surface = surface_fold_over(events, compress(count(), map(_ON_SURFACE, types)))
-            result = AdmittedEvents(events, surface, types)
+            surface = surface_fold_over(events, on_surface)
+            result = AdmittedEvents(events, surface, headers)
         finally:
             del events[size:]
     except KernelError:
