@@ -14,7 +14,6 @@ decides and names the error. A torn tail is handled here, since it is no error.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Collection, Sequence
 from itertools import accumulate, chain, compress, count, repeat
 from operator import attrgetter, countOf
@@ -582,13 +581,12 @@ def plan_events(
         # scan's list for the plan only: a copy of every event would be young while the plan
         # allocates, and each collection of the young generation would walk all of it.
         size = len(events)
-        kinds = chain(types, map(_TYPE, closers))
-        on_surface = array("q", compress(count(), map(_ON_SURFACE, kinds)))
+        on_surface = bytes(map(_ON_SURFACE, chain(types, map(_TYPE, closers))))
         headers = positions_of_type(types, REQUEST_HEADER)  # a closer is never a request/header
-        del types, kinds  # a pointer an event: not kept while the plan allocates
+        del types  # a pointer an event: not kept while the plan allocates
         events += closers
         try:
-            surface = surface_fold_over(events, on_surface)
+            surface = surface_fold_over(events, compress(count(), on_surface))
             result = AdmittedEvents(events, surface, headers)
         finally:
             del events[size:]
