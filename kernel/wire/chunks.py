@@ -101,10 +101,9 @@ def _event_member(event: Event) -> _Member | None:
     """The packing facts of an eligible `Event` (§7.2), or None when it must stay scalar.
 
     A loaded chunk whose payload was not read yet has its facts read off its lazy
-    source (`chunk_member(k)`: the key and text `_member` finds in the payload the
-    source builds; False for a chunk that never packs; a source that cannot tell
-    answers None and the payload is read),
-    so packing a loaded log again builds no member payload.
+    source, so packing a loaded log again builds no payload: `chunk_member(k)` gives
+    the key and text `_member` finds in the payload the source builds, False for a
+    chunk that never packs, or None when the source cannot tell (the payload is read).
     """
     if event.surface_op is not None or event.source_event_seqs is not None or event.ignorable:
         return None

@@ -363,3 +363,18 @@ def test_the_plain_copy_leaves_what_it_is_unsure_of_to_the_general_walk() -> Non
     assert _plain_copy(_nested(15), 0) == _nested(15)
     with pytest.raises(NotLosslessJson, match=r"cycle|itself"):
         admit_json(cycle)
+
+
+def test_the_index_key_search_finds_what_the_pattern_finds() -> None:
+    """`_has_index_key` follows each `0":` back over its zeros; it answers as the regex
+    `[{,]"0+":` it replaced, on every text of up to six digit shapes (digits read as `0`)."""
+    import itertools
+    import re
+
+    from kernel.wire.jsontext import _has_index_key
+
+    pattern = re.compile(rb'[{,]"0+":')
+    for size in range(7):
+        for pieces in itertools.product(b'{,"0:a', repeat=size):
+            shapes = bytes(pieces)
+            assert _has_index_key(shapes) == (pattern.search(shapes) is not None), shapes
