@@ -42,6 +42,7 @@ __all__ = (
     "expand_row_wire",
     "LoadedRow",
     "loaded_row",
+    "is_plain_chunk",
 )
 
 MIN_RUN: Final = 3
@@ -403,27 +404,39 @@ def loaded_row(log: Sequence[Any], start: int) -> LoadedRow | None:
         return None
     if isinstance(log, LoadedEvents):  # the loader's own events: the members stand unchanged
         return _row_read(seq0, key, texts, list(map(_TIME, log[start : start + size])))
-    times: list[int] = []
-    for k, event in enumerate(log[start : start + size]):
+    members = log[start : start + size]
+    for k, event in enumerate(members):
         data = event.data
-        time = event.time
         if not (
             event.__class__ is Event
             and data.__class__ is FrozenObject
             and data._value is source
             and data._member == k
-            and event.seq.__class__ is int
             and event.seq == seq0 + k
-            and time.__class__ is int
-            and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-            and event.surface_op is None
-            and event.source_event_seqs is None
-            and event.ignorable is False
-            and event.type is ASSISTANT_CHUNK
+            and is_plain_chunk(event)
         ):
             return None
-        times.append(time)
-    return _row_read(seq0, key, texts, times)
+    return _row_read(seq0, key, texts, list(map(_TIME, members)))
+
+
+def is_plain_chunk(event: Event) -> bool:
+    """Whether `event` is an `assistant/chunk` with a safe integer seq and time, no marker,
+    no citations and not ignorable: an envelope a chunk-row member has (§7.4).
+
+    >>> is_plain_chunk(Event("assistant/chunk", 3, 10, {}))
+    True
+    """
+    seq, time, kind = event.seq, event.time, event.type
+    return (
+        (kind is ASSISTANT_CHUNK or (kind.__class__ is str and kind == ASSISTANT_CHUNK))
+        and seq.__class__ is int
+        and 0 <= seq <= MAX_SAFE_INTEGER
+        and time.__class__ is int
+        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+        and event.surface_op is None
+        and event.source_event_seqs is None
+        and event.ignorable is False
+    )
 
 
 def _row_read(

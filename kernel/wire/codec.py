@@ -65,6 +65,7 @@ __all__ = (
     "check_envelope",
     "row_tag_message",
     "parse_surface_op",
+    "surface_op_wire",
     "parse_source_seqs",
     "has_ranges",
     "expand_ranges",
@@ -157,7 +158,8 @@ def event_from_json(obj: Any) -> Event:
     return event_from_wire(admitted, "event", lossless=True)
 
 
-def _surface_op_wire(op: Any) -> Any:
+def surface_op_wire(op: Any) -> Any:
+    """The wire spelling of a well-typed surface op: `"append"` or the replace object."""
     if type(op) is Append:  # APPEND, or a copy of it that pickling made
         return "append"
     return {"op": "replace", "start": op.start, "end": op.end}
@@ -176,7 +178,7 @@ def event_to_wire(event: Event, where: str = "event") -> dict[str, Any]:
         "data": event.data,
     }
     if event.surface_op is not None:
-        present["surfaceOp"] = _surface_op_wire(event.surface_op)
+        present["surfaceOp"] = surface_op_wire(event.surface_op)
     if event.source_event_seqs is not None:
         present["sourceEventSeqs"] = list(event.source_event_seqs)
     if event.ignorable:

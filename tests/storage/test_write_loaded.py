@@ -25,6 +25,7 @@ from kernel.errors import KernelError
 from kernel.storage.jsonl import encode_records, header_line, load_jsonl, write_jsonl
 from kernel.storage.zstd import write_jsonl_zstd
 from kernel.values.events import SessionHeader
+from kernel.values.json import FrozenObject
 from kernel.wire.chunks import pack_chunk_rows
 from kernel.wire.codec import event_to_wire, ranged_spelling
 from kernel.wire.jsontext import _escape_lone_surrogates, encode_json, encode_record_bytes
@@ -283,7 +284,7 @@ def _row_members(events: tuple[Event, ...]) -> list[int]:
     return [
         i
         for i, e in enumerate(events)
-        if type(e.data).__name__ == "FrozenObject"
+        if type(e.data) is FrozenObject
         and e.data._member == 1
         and hasattr(e.data._value, "chunk_run")
     ]
@@ -355,7 +356,6 @@ def test_a_row_member_orjson_refuses_is_spelled_by_the_exact_writer() -> None:
     refuses it) falls to the exact encoder, which escapes it."""
     from kernel.storage.typed.schema import _TextRow, _TextRowData
     from kernel.values.events import ASSISTANT_CHUNK
-    from kernel.values.json import FrozenObject
 
     row = _TextRow(
         seq0=0,

@@ -55,8 +55,14 @@ from kernel.values.events import (
     SessionHeader,
 )
 from kernel.values.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, lazy_view, view
-from kernel.wire.chunks import loaded_row
-from kernel.wire.codec import event_to_wire, header_from_json, interned_order, parse_source_seqs
+from kernel.wire.chunks import is_plain_chunk, loaded_row
+from kernel.wire.codec import (
+    event_to_wire,
+    header_from_json,
+    interned_order,
+    parse_source_seqs,
+    surface_op_wire,
+)
 from kernel.wire.jsontext import parse_json, parse_json_shaped
 from kernel.wire.legacy import STEERING_MESSAGE, may_need_normalizing
 
@@ -294,8 +300,13 @@ def _line_wire(
     members = 4
     op, sources = event.surface_op, event.source_event_seqs
     if op is not None:
-        written = _surface_op_written(op)
-        if written is None or wire.get("surfaceOp") != written:
+        if not (
+            type(op) is Append
+            or (type(op) is Replace and is_safe_seq(op.start) and is_safe_seq(op.end))
+        ):
+            return None
+        written = surface_op_wire(op)
+        if wire.get("surfaceOp") != written:
             return None
         wire["surfaceOp"] = written  # the writer's member order, whatever the line's
         members += 1
@@ -326,35 +337,14 @@ def _line_wire(
     return None
 
 
-def _surface_op_written(op: Any) -> Any:
-    """The wire spelling `event_to_wire` gives a well-typed marker, or None."""
-    if type(op) is Append:
-        return "append"
-    if type(op) is Replace and is_safe_seq(op.start) and is_safe_seq(op.end):
-        return {"op": "replace", "start": op.start, "end": op.end}
-    return None
-
-
 def _member_wire(
     event: Event, source: ChunkRow | ToolCallRow, member: int
 ) -> tuple[dict[str, Any], None] | None:
-    seq, time = event.seq, event.time
-    if (
-        (
-            event.type is ASSISTANT_CHUNK
-            or (type(event.type) is str and event.type == ASSISTANT_CHUNK)
-        )
-        and type(seq) is int
-        and 0 <= seq <= MAX_SAFE_INTEGER
-        and type(time) is int
-        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-        and event.surface_op is None
-        and event.source_event_seqs is None
-        and event.ignorable is False
-        and (event.wire_order is _MEMBER_ORDER or event.wire_order == _MEMBER_ORDER)
+    if is_plain_chunk(event) and (
+        event.wire_order is _MEMBER_ORDER or event.wire_order == _MEMBER_ORDER
     ):
-        wire = {"type": ASSISTANT_CHUNK, "seq": seq, "time": time, "data": source.build(member)}
-        return wire, None
+        data = source.build(member)
+        return {"type": ASSISTANT_CHUNK, "seq": event.seq, "time": event.time, "data": data}, None
     return None
 
 
