@@ -304,7 +304,7 @@ def encode_records(
     """
     if pack_chunks:
         records: tuple[Any, ...] = pack_chunk_rows(events)
-    else:  # a tuple as it is: a loader's own (`LoadedEvents`) keeps the type its rows are trusted by
+    else:  # a tuple as it is: a loader's own (`LoadedEvents`) keeps the type that vouches for it
         records = events if isinstance(events, tuple) else tuple(iter_events(events))
     parts: list[bytes] = []
     index, size = 0, len(records)
