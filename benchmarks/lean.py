@@ -339,6 +339,7 @@ _FOLDS: Final[dict[str, tuple[Callable[[Any], Any], Callable[[Any], Sample]]]] =
     "tool_pairing_cuts": (tool_pairing_cuts, _sized("cuts")),
     "fold_request_header": (fold_request_header, lambda r: {"header": r is not None}),
     "interrupted_turn_closers": (interrupted_turn_closers, _sized("closers")),
+    "check_invariants": (check_invariants, _sized("violations")),
 }
 _COLD_RUNS: Final = {
     name: _on_fresh_load(work, describe, cold=True) for name, (work, describe) in _FOLDS.items()

@@ -3,16 +3,15 @@
     python3 benchmarks/shrinking.py                # 5 seeds per bug
     python3 benchmarks/shrinking.py --seeds 10 --show
 
-Three bugs are seeded: the first two are given to the law as a broken `Implementation`,
-the third patches the kernel's invariant tracker, which `check_invariants` steps:
+Three bugs are seeded, each given to the law as a broken `Implementation`:
 
 * "drop a closer": `interrupted_turn_closers` loses its last closer (caught by P30
   on G-crash prefixes);
 * "reorder a replace": `fold_surface` puts each replacement node at the end of the
   surface instead of where the range was (caught by P15 on G-loop logs);
-* "accept a duplicate call id": the invariant tracker keeps answered calls pending,
-  so a second `tool/result` for the same call id is accepted (caught by P29 on the
-  "duplicate tool/result" perturbation).
+* "accept a duplicate call id": the invariant checker steps a tracker that keeps
+  answered calls pending, so a second `tool/result` for the same call id is accepted
+  (caught by P29 on the "duplicate tool/result" perturbation).
 
 For each bug and seed: the time to the first failing example (generation only),
 the time to find and shrink it, and the number of events in the final (shrunk)
@@ -24,17 +23,18 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
-from typing import Any
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import Any, Final
 
 import msgspec
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.reporting import with_reporter
 
-from kernel.folds import invariants as kernel_invariants
+from kernel.errors import InvariantViolation
 from kernel.folds.closers import interrupted_turn_closers
+from kernel.folds.invariants import InvariantState, Violation
 from kernel.folds.surface import fold_surface
 from kernel.values.events import TOOL_RESULT
 from properties import laws
@@ -42,7 +42,7 @@ from properties import strategies as gen
 from properties.laws import Implementation
 from properties.strategies import PERTURBATIONS, perturbations
 
-__all__ = ("BUGS", "Bug", "measure", "main")
+__all__ = ("BUGS", "Bug", "DUPLICATES_KEPT", "measure", "main")
 
 
 class Bug(msgspec.Struct, frozen=True):
@@ -70,24 +70,31 @@ def _replace_reordered(events: Any, base: int = 0) -> Any:
     return type(fold)(tuple(nodes), fold.replacements)
 
 
-@contextmanager
-def _duplicate_call_accepted() -> Iterator[None]:
-    state = kernel_invariants.InvariantState
-    original = state.step
-
-    def broken(self: Any, event: Any) -> Any:
-        after, found = original(self, event)
+def _duplicates_kept(events: Any) -> tuple[Violation, ...]:
+    """`check_invariants` stepping a tracker that keeps the calls pending before a
+    `tool/result` pending after it, answered or not."""
+    state, found = InvariantState(), []
+    for event in events:
+        after, violations = state.step(event)
         if event.type == TOOL_RESULT and after.open_step is not None:
             after = msgspec.structs.replace(
-                after, pending_calls=after.pending_calls | self.pending_calls
+                after, pending_calls=after.pending_calls | state.pending_calls
             )
-        return after, found
+        state = after
+        found.extend(violations)
+    return tuple(found)
 
-    state.step = broken  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        state.step = original  # type: ignore[method-assign]
+
+def _duplicates_kept_strict(events: Any) -> None:
+    found = _duplicates_kept(events)
+    if found:
+        raise InvariantViolation(f"event seq {found[0].seq}: {found[0].message}", seq=found[0].seq)
+
+
+DUPLICATES_KEPT: Final = Implementation(
+    check_invariants=_duplicates_kept, check_invariants_strict=_duplicates_kept_strict
+)
+"""The third seeded bug as an implementation: answered calls stay pending."""
 
 
 def _prefix_law(case: Any) -> None:
@@ -97,6 +104,10 @@ def _prefix_law(case: Any) -> None:
 
 def _surface_law(log: Any) -> None:
     laws.law_surface_nodes_sane(log, implementation=Implementation(fold_surface=_replace_reordered))
+
+
+def _duplicates_law(p: Any) -> None:
+    laws.law_perturbations_caught(p, implementation=DUPLICATES_KEPT)
 
 
 def _duplicates() -> st.SearchStrategy[Any]:
@@ -122,9 +133,9 @@ BUGS: tuple[Bug, ...] = (
     ),
     Bug(
         "accept a duplicate call id",
-        _duplicate_call_accepted,
+        nullcontext,
         _duplicates,
-        laws.law_perturbations_caught,
+        _duplicates_law,
         lambda p: len(p.events),
     ),
 )

@@ -50,6 +50,8 @@ from kernel.values.events import (
     TURN_END,
     TURN_START,
     Event,
+    LoadedEvents,
+    Replace,
 )
 from kernel.values.json import MAX_SAFE_INTEGER, FrozenArray, FrozenObject, members, raw, safe_int
 from kernel.wire.codec import event_sequence, ill_typed_events_reported
@@ -85,6 +87,10 @@ TOOL_NOT_STARTED_CODE: Final = "TOOL_NOT_STARTED"
 
 _IN_STEP: Final = frozenset({ASSISTANT_CHUNK, ASSISTANT_MESSAGE, TOOL_CALL})
 _IN_TURN: Final = frozenset({TODO_WRITE, REQUEST_HEADER, REQUEST_CONTEXT})
+_POSITIONED: Final = frozenset(
+    {TURN_START, TURN_END, STEP_START, STEP_END, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT}
+)
+"""The types besides chunks whose transition reads the payload (a result's only when appended)."""
 
 
 @attrs.frozen
@@ -374,46 +380,140 @@ class InvariantState(msgspec.Struct, frozen=True, gc=False):
         return after, tuple(found)
 
 
+def _answered_call(source: dict[str, Any]) -> Any:
+    """The call id a built `tool/result` payload answers (None where it names none)."""
+    message = source.get("message")
+    if message.__class__ is dict and (tool := message.get("source")).__class__ is dict:
+        return tool.get("callId")
+    return None
+
+
+def _lazy_position(source: Any) -> tuple[Any, Any]:
+    """The turn and step a lazy payload source names, read without building the payload
+    (`members`), or (None, None) when it cannot tell."""
+    try:
+        found = source.members(_POSITION)
+    except AttributeError:  # a source that cannot answer a few members
+        return None, None
+    if found is None:
+        return None, None
+    return found.get("turn"), found.get("step")
+
+
 def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
     """The tracker folded over `log`: the violations of each event that has any.
 
-    A chunk that names the open step and follows the last seq changes nothing but
-    `last_seq` and fails nothing, so it is passed over without a step (most of a
-    log is chunks); `last_seq` is brought up to date before the next step. The
-    members of one packed row share their payload source, and so their turn and
-    step: after one member is passed over, the next is passed over on its seq alone.
+    `InvariantState.step` is the rule. This loop takes itself, on local variables, the
+    transition of an event that fails nothing when what the event names can be read
+    without building its payload: from the facts a loader kept on the payload's
+    source (`turn`, `step`, `call_id`; `kernel.values.json.LazySource`) or from a
+    built payload. Every other event goes through `step` from the state the loop
+    kept, so each answer is `step`'s. The members of one chunk row share their
+    source: once one is passed over, the rest are on their seqs alone, and in a
+    loader's own tuple (`LoadedEvents`, where a row stands whole with consecutive
+    seqs) the row is passed over at once.
     """
-    state = InvariantState()
-    last = -1
+    last, open_turn, open_step, next_turn, next_step = -1, None, None, 1, 1
+    pending: set[str] = set()
+    loaded = isinstance(log, LoadedEvents)
     nothing = object()
-    passed = nothing  # the payload source of the last chunk passed over since a step
-    chunk, frozen_object = ASSISTANT_CHUNK, FrozenObject
-    for event in log:
-        if event.type == chunk:
-            seq = event.seq
+    passed: object = nothing  # the payload source of the last chunk passed over since a step
+    chunk, frozen_object, result = ASSISTANT_CHUNK, FrozenObject, TOOL_RESULT
+    index, size = 0, len(log)
+    while index < size:
+        event = log[index]
+        index += 1
+        seq, kind = event.seq, event.type
+        if seq.__class__ is int and seq > last:
             data = event.data
-            if seq.__class__ is int and seq > last and data.__class__ is frozen_object:
-                source = data._value
-                if source is passed:  # `passed` is a source only while a step is open
-                    last = seq
-                    continue
-                open_step = state.open_step
-                if open_step is not None:
-                    position = _peek(data, _POSITION)
-                    if position.__class__ is dict and (
-                        (turn := position.get("turn")).__class__ is int
-                        and (step := position.get("step")).__class__ is int
-                        and turn == state.open_turn
-                        and step == open_step
-                    ):
+            if kind == chunk:
+                if data.__class__ is frozen_object:
+                    source = data._value
+                    if source is passed:  # `passed` is a source only while a step is open
                         last = seq
-                        passed = source
                         continue
+                    if source.__class__ is dict:
+                        turn, step = source.get("turn"), source.get("step")
+                    elif (turn := getattr(source, "turn", None)) is not None:
+                        step = source.step  # the facts a loader kept
+                    else:
+                        turn, step = _lazy_position(source)
+                    if (
+                        turn == open_turn
+                        and step == open_step
+                        and open_step is not None
+                        and turn.__class__ is int
+                        and step.__class__ is int
+                    ):
+                        last, passed = seq, source
+                        run = getattr(source, "chunk_run", None) if loaded else None
+                        if run is not None and data._member == 0:
+                            skipped = len(run()[1]) - 1
+                            index += skipped
+                            last += skipped
+                        continue
+            elif kind in _POSITIONED:
+                passed = nothing
+                op = event.surface_op
+                if kind == result and op.__class__ is Replace:
+                    if open_turn is not None:
+                        last = seq
+                        continue
+                elif data.__class__ is frozen_object and (kind != result or op is APPEND):
+                    source = data._value
+                    if source.__class__ is dict:
+                        turn, step = source.get("turn"), source.get("step")
+                        call = source.get("callId") if kind != result else _answered_call(source)
+                    elif data._checked_as == kind and hasattr(source, "call_id"):
+                        # the facts a loader kept, read for this type (a call id is made
+                        # by a call and answered by a result)
+                        turn, step, call = source.turn, source.step, source.call_id
+                    else:
+                        turn = step = call = None
+                    if turn.__class__ is not int:
+                        pass
+                    elif kind == TURN_START:
+                        if open_turn is None and turn == next_turn:
+                            last, open_turn, next_step = seq, turn, 1
+                            continue
+                    elif kind == TURN_END:
+                        if turn == open_turn and open_step is None:
+                            last, open_turn, next_turn = seq, None, next_turn + 1
+                            continue
+                    elif step.__class__ is not int or turn != open_turn:
+                        pass
+                    elif kind == STEP_START:
+                        if open_step is None and step == next_step:
+                            last, open_step = seq, step
+                            continue
+                    elif step != open_step:
+                        pass
+                    elif kind == STEP_END:
+                        last, open_step, next_step = seq, None, next_step + 1
+                        pending.clear()
+                        continue
+                    elif kind == TOOL_CALL:
+                        if call.__class__ is str and call:
+                            last = seq
+                            pending.add(call)
+                            continue
+                    elif kind == result:
+                        if call.__class__ is str and call in pending:
+                            last = seq
+                            pending.remove(call)
+                            continue
+                    else:  # an assistant message
+                        last = seq
+                        continue
+            elif kind not in _IN_TURN or open_turn is not None:
+                passed = nothing
+                last = seq
+                continue
         passed = nothing
-        if last != state.last_seq:
-            state = msgspec.structs.replace(state, last_seq=last)
+        state = InvariantState(last, open_turn, open_step, next_turn, next_step, frozenset(pending))
         state, found = state.step(event)
-        last = state.last_seq
+        last, open_turn, open_step = state.last_seq, state.open_turn, state.open_step
+        next_turn, next_step, pending = state.next_turn, state.next_step, set(state.pending_calls)
         if found:
             yield found
 

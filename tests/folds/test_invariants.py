@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, note
+from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 from kernel.errors import (
@@ -477,6 +477,8 @@ def test_invariants_6_2_violation_carries_seq_rule_message() -> None:
         ("step/start", {"turn": 1}, EventShapeError),
         ("assistant/chunk", {"turn": 1, "step": True}, EventShapeError),
         ("tool/call", {"turn": 1, "step": 1, "callId": ""}, EventShapeError),
+        ("tool/call", {"turn": 1, "step": 1, "callId": 5}, EventShapeError),
+        ("tool/call", {"turn": 1, "step": 1, "callId": True}, EventShapeError),
         ("tool/result", {"turn": 1, "step": 1}, MessageShapeError),
         (
             "tool/result",
@@ -496,6 +498,42 @@ def test_invariants_malformed_payload_raises_a_shape_error_naming_the_seq(
         check_invariants(log.events)
     assert getattr(caught.value, "seq", None) == 2
     assert "seq 2" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "carried", "error"),
+    [
+        ("tool/call", "tool/result", EventShapeError),
+        ("tool/result", "tool/call", MessageShapeError),
+    ],
+)
+def test_invariants_a_loaded_payload_in_an_event_of_another_type_is_read_for_that_type(
+    kind: str, carried: str, error: type[Exception]
+) -> None:
+    # A loaded call's payload names its call id at the top; a loaded result's names it in
+    # its message's source. Carried by an event of the other type, each payload is read as
+    # that type reads it, and lacks what it looks for.
+    from kernel.storage.jsonl import load_jsonl, write_jsonl
+
+    log = Log()
+    log.turn_start(1)
+    log.step_start(1, 1)
+    log.assistant(1, 1, "c1")
+    log.call(1, 1, "c1")
+    log.result(1, 1, "c1")
+    log.step_end(1, 1)
+    log.turn_end(1)  # a closed turn: the load builds none of its payloads
+    header = {"version": 0, "id": "s", "createdAt": 1}
+    loaded = list(load_jsonl(write_jsonl(header, log.events), now=0).events)
+    at = next(i for i, e in enumerate(loaded) if e.type == kind)
+    source = next(e for e in loaded if e.type == carried)
+    loaded[at] = msgspec.structs.replace(loaded[at], data=source.data)
+    with pytest.raises(error) as caught:
+        check_invariants(loaded)
+    with pytest.raises(error) as stepped:
+        _stepwise(loaded)
+    assert str(caught.value) == str(stepped.value)
+    assert caught.value.seq == at  # type: ignore[attr-defined]
 
 
 def test_invariants_tool_result_without_surface_op_is_a_marker_error() -> None:
@@ -918,6 +956,78 @@ def test_check_invariants_of_a_loaded_log_is_the_tracker_folded_step_by_step(
     header = {"version": 0, "id": "s", "createdAt": 1}
     loaded = load_jsonl(write_jsonl(header, events), now=0).events
     assert check_invariants(loaded) == _stepwise(list(loaded))
+
+
+def _outcome(check: Any, events: Any) -> Any:
+    try:
+        return check(events)
+    except KernelError as exc:
+        return (type(exc), str(exc))
+
+
+def _perturbed(events: list[Event], pick: int, what: str, delta: int) -> None:
+    """Change one event in place: a turn or step it names, the call id of a call or a
+    result (both ids of a result, so the log still loads), or the event itself, replaced
+    by an ignorable extension event at its seq."""
+    i = pick % len(events)
+    event = events[i]
+    if what == "drop":
+        events[i] = Event("x/noise", event.seq, event.time, {}, ignorable=True)
+        return
+    data = thaw(event.data)
+    if type(data) is not dict:
+        return
+    if what in ("turn", "step") and type(data.get(what)) is int:
+        data[what] = max(1, data[what] + delta)
+    elif what == "callId" and event.type == "tool/call":
+        data["callId"] += "x"
+    elif what == "callId" and event.type == "tool/result":
+        message = data["message"]
+        message["source"]["callId"] += "x"
+        for block in message["content"]:
+            if "toolCallId" in block:
+                block["toolCallId"] += "x"
+    events[i] = msgspec.structs.replace(event, data=view(data))
+
+
+@given(
+    gen.loop_logs(rich=True, max_actions=4, min_actions=1, min_steps=1, shape="any"),
+    st.lists(
+        st.tuples(
+            st.integers(0, 10**6),
+            st.sampled_from(["turn", "step", "callId", "drop"]),
+            st.sampled_from([-1, 1]),
+        ),
+        max_size=3,
+    ),
+    st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    st.booleans(),
+)
+def test_check_invariants_of_a_perturbed_loaded_log_is_the_tracker_folded_step_by_step(
+    log: Any, changes: list[tuple[int, str, int]], swap: tuple[int, int], pack: bool
+) -> None:
+    # A loaded log's stepped events answer their turn, step and call id from what the
+    # load read, and a loader's own tuple passes over its chunk rows whole. Whatever the
+    # events name (boundaries out of order, a call or result with another id, an event
+    # missing), check_invariants must answer what stepping the tracker answers: over the
+    # loader's tuple, over a copy of it, and with two events' payloads swapped (a
+    # payload read for one type, in an event of another).
+    from kernel.storage.jsonl import load_jsonl, write_jsonl
+
+    events = list(as_events(log))
+    for pick, what, delta in changes if events else ():
+        _perturbed(events, pick, what, delta)
+    header = {"version": 0, "id": "s", "createdAt": 1}
+    loaded = load_jsonl(write_jsonl(header, events, pack_chunks=pack), now=0).events
+    assume(loaded)
+    expected = _outcome(_stepwise, list(loaded))
+    assert _outcome(check_invariants, loaded) == expected
+    assert _outcome(check_invariants, tuple(loaded)) == expected
+    swapped = list(loaded)
+    a, b = (pick % len(swapped) for pick in swap)
+    swapped[a] = msgspec.structs.replace(swapped[a], data=loaded[b].data)
+    swapped[b] = msgspec.structs.replace(swapped[b], data=loaded[a].data)
+    assert _outcome(check_invariants, swapped) == _outcome(_stepwise, swapped)
 
 
 def test_a_payload_shared_by_chunks_of_two_steps_is_checked_in_each() -> None:

@@ -13,7 +13,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
@@ -29,7 +28,6 @@ from kernel import (
     header_to_json,
     interrupted_turn_closers,
 )
-from kernel.folds import invariants as kernel_invariants
 from kernel.store import JsonlStore, SqliteStore
 from properties import laws
 from properties._mutations import perturb
@@ -140,8 +138,10 @@ def test_a_violation_names_the_law_and_marks_the_first_offending_seq() -> None:
         if (edited := perturb(log.events, "step number", pick)) is not None
     )
     laws.law_perturbations_caught(p)
-    with _duplicates_accepted(), pytest.raises(LawViolation) as caught:
-        laws.law_perturbations_caught(_duplicate(log))
+    with pytest.raises(LawViolation) as caught:
+        laws.law_perturbations_caught(
+            _duplicate(log), implementation=_shrinking_benchmark().DUPLICATES_KEPT
+        )
     text = str(caught.value)
     lines = text.splitlines()
     assert lines[0].startswith("P29 perturbations are caught [duplicate tool/result]")
@@ -156,38 +156,12 @@ def _duplicate(log: LoopLog) -> Perturbation:
     return Perturbation("duplicate tool/result", log.events, tuple(edited))
 
 
-class _DuplicatesAccepted:
-    """The seeded bug of benchmarks/shrinking.py: answered calls stay pending."""
-
-    def __enter__(self) -> None:
-        state = kernel_invariants.InvariantState
-        self.original = original = state.step
-
-        def broken(self: Any, event: Event) -> Any:
-            after, found = original(self, event)
-            if event.type == "tool/result" and after.open_step is not None:
-                after = msgspec.structs.replace(
-                    after, pending_calls=after.pending_calls | self.pending_calls
-                )
-            return after, found
-
-        state.step = broken  # type: ignore[method-assign]
-
-    def __exit__(self, *exc: object) -> None:
-        kernel_invariants.InvariantState.step = self.original  # type: ignore[method-assign]
-
-
-def _duplicates_accepted() -> _DuplicatesAccepted:
-    return _DuplicatesAccepted()
-
-
 def test_p29_duplicate_result_is_caught_and_the_seeded_bug_is_not() -> None:
     log = max(family("tiny"), key=len)
     p = _duplicate(log)
     laws.law_perturbations_caught(p)
     laws.law_all_violations(p.events)
-    with _duplicates_accepted():
-        assert check_invariants(as_events(p.events)) == ()
+    assert _shrinking_benchmark().DUPLICATES_KEPT.check_invariants(as_events(p.events)) == ()
 
 
 # -- the pytest plugin ------------------------------------------------------------------------

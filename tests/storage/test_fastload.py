@@ -314,6 +314,47 @@ def test_peeked_members_agree_with_the_built_payload(
             assert type(peeked.get(key)) is type(built.get(key))
 
 
+@given(
+    log=gen.loop_logs(rich=True, max_actions=4, shape="any"),
+    pack=st.booleans(),
+    first=st.sampled_from([b"", b'"turn":7,', b'"step":5,', b'"callId":"z",']),
+    pick=st.integers(0, 10**6),
+)
+def test_what_a_load_keeps_of_a_stepped_payload_is_what_the_payload_says(
+    log: Any, pack: bool, first: bytes, pick: int
+) -> None:
+    # A stored line of a type that names its turn keeps the turn, step and call id its
+    # typed decode read (the invariant tracker reads them instead of the line). They must
+    # be what the built payload says, when a member is spelled twice too (the last one
+    # counts, as in the full reader).
+    from kernel.errors import KernelError
+    from kernel.storage.typed.lines import _SteppedLine
+    from kernel.values.json import FrozenObject
+
+    lines = write_jsonl(HEADER, as_events(log), pack_chunks=pack).split(b"\n")
+    k = 1 + pick % max(1, len(lines) - 2)
+    lines[k] = lines[k].replace(b'"data":{', b'"data":{' + first, 1)
+    try:
+        loaded = load_jsonl(b"\n".join(lines), now=0)
+    except KernelError:
+        return
+    for event in loaded.events:
+        data = event.data
+        if type(data) is not FrozenObject or type(data._value) is not _SteppedLine:
+            continue
+        kept = data._value
+        facts = (kept.turn, kept.step, kept.call_id)
+        built = thaw(data)
+        if event.type == "tool/call":
+            call = built["callId"]
+        elif event.type == "tool/result":
+            call = built["message"]["source"]["callId"]
+        else:
+            call = None
+        assert facts == (built["turn"], built.get("step", 0), call), event
+        assert data._checked_as in (event.type, None)
+
+
 def test_invariants_of_a_loaded_log_read_row_members_without_building_them() -> None:
     from kernel.folds.invariants import check_invariants
     from kernel.log import SessionLog

@@ -32,9 +32,11 @@ from kernel.folds.surface import AdmittedEvents, positions_of_type, surface_fold
 from kernel.storage.scan import close_scan, read_record, row_gap, seq_gap
 from kernel.storage.sqlite_rows import RowLines
 from kernel.storage.typed.schema import (
+    CALL_IDS,
     CROSS_CHECKS,
     DECODE_ERRORS,
     ENVELOPE_TYPES,
+    STEPPED_TYPES,
     ChunkRow,
     OtherEnvelope,
     ToolCallRow,
@@ -237,6 +239,37 @@ class _StoredLine(msgspec.Struct, gc=False):
         return self.order
 
 
+class _SteppedLine(_StoredLine):
+    """A `_StoredLine` of an event that names its turn (and step), with what the typed decode
+    of the line read on the way: `turn`, `step` (0 for a payload without one) and `call_id`,
+    the call a `tool/call` makes or a `tool/result` answers (None for other types).
+
+    The invariant fold reads them (`kernel.values.json.LazySource`) instead of the line.
+    """
+
+    turn: int = 0
+    step: int = 0
+    call_id: str | None = None
+
+
+_ENVELOPE_KINDS: Final = {
+    cls: (
+        tag,
+        CROSS_CHECKS.get(tag),
+        tag in STEPPED_TYPES,
+        CALL_IDS.get(tag),
+        tag in SURFACE_TYPES,
+        cls.__annotations__.get("data") is msgspec.Raw or tag == ASSISTANT_MESSAGE,
+    )
+    for cls, tag in ENVELOPE_TYPES.items()
+}
+"""What the scan does with a line of each typed envelope class, read once: its event type,
+its cross check (`CROSS_CHECKS`, or None), whether the line keeps its payload's turn and
+step (`STEPPED_TYPES`) and how it reads the call id (`CALL_IDS`, or None), whether the type
+may touch the surface, and whether the payload's view
+is made by `_payload_view` (an opaque payload or an assistant message)."""
+
+
 def loaded_wire(event: Event) -> tuple[dict[str, Any], tuple[bytes, bytes] | None] | None:
     """The wire object of an event a load read and nobody changed, parsed afresh from
     what the load kept, and the line it was parsed from with its shapes (for
@@ -253,7 +286,7 @@ def loaded_wire(event: Event) -> tuple[dict[str, Any], tuple[bytes, bytes] | Non
     if data.__class__ is not FrozenObject:
         return None
     source = data._value
-    if source.__class__ is _StoredLine:
+    if source.__class__ is _StoredLine or source.__class__ is _SteppedLine:
         return _line_wire(event, source) if event.wire_order is source else None
     if isinstance(source, (ChunkRow, ToolCallRow)):
         return _member_wire(event, source, data._member)
@@ -453,21 +486,17 @@ def scan_events(
     """
     find = buf.find
     expected = len(events)
-    committed = start
     issue: str | None = None
     pos = start
     line_no = first_line - 1
-    kept_lines = 0
-    type_of = ENVELOPE_TYPES.get
-    cross_check = CROSS_CHECKS.get
+    kind_of = _ENVELOPE_KINDS.get
     while True:
         nl = find(b"\n", pos)
         if nl == -1:
             break
         line = buf[pos:nl]
         line_start = pos
-        end = nl + 1
-        pos = end
+        pos = nl + 1
         line_no += 1
         try:
             wire: Any = decode_ascii_line(line) if line.isascii() else decode_line(line)
@@ -476,8 +505,8 @@ def scan_events(
                 wire, deep = decode_other(line), False
             except RecursionError:  # nested deeper than msgspec reads from here
                 wire, deep = None, True
-        event_type = type_of(type(wire))
-        if event_type is None:
+        kind = kind_of(type(wire))
+        if kind is None:
             if wire is None:  # as the exact scan reads it
                 wires, issue = read_record(line, expected, label, line_no, ranged=ranged, deep=deep)
                 if issue is not None:
@@ -487,8 +516,6 @@ def scan_events(
                     return Declined(line_start, line_no)
                 events.extend(admitted)
                 expected += len(admitted)
-                committed = end
-                kept_lines += 1
                 continue
             if type(wire) is not OtherEnvelope:  # a chunk row
                 members = _row_members(wire)
@@ -499,36 +526,42 @@ def scan_events(
                     break
                 events.extend(members)
                 expected += len(members)
-                committed = end
-                kept_lines += 1
                 continue
-            event_type = wire.type
+            kind = (wire.type, None, False, None, False, True)  # a type no rule knows
+        event_type, check, stepped, call_of, on_surface, viewed = kind
         # One event line: its payload and member order stay unread (`_StoredLine`).
-        if wire.seq != expected:
-            issue = seq_gap(label, line_no, wire.seq, expected, event_type)
+        seq = wire.seq
+        if seq != expected:
+            issue = seq_gap(label, line_no, seq, expected, event_type)
             break
         payload = wire.data
-        check = cross_check(event_type)
         if check is not None and not check(payload):
             return Declined(line_start, line_no)
-        stored = _StoredLine(line)
-        if type(payload) is msgspec.Raw or event_type == ASSISTANT_MESSAGE:
+        if stepped:
+            call = None if call_of is None else call_of(payload)
+            stored: _StoredLine = _SteppedLine(line, None, payload.turn, payload.step, call)
+        else:
+            stored = _StoredLine(line)
+        if viewed:
             data = _payload_view(stored, event_type, payload)
         else:  # `lazy_view(FrozenObject, stored, False, event_type)`, without the call
             data = FrozenObject(stored, False, None, None, event_type)
         ignorable = wire.ignorable is True
-        if event_type in SURFACE_TYPES:
+        if on_surface:
             op_wire = wire.surfaceOp
             op = APPEND if op_wire == "append" else Replace(op_wire.start, op_wire.end)
             cited = wire.sourceEventSeqs
             sources = None if cited is UNSET else tuple(cited)
-            event = Event(event_type, wire.seq, wire.time, data, op, sources, ignorable, stored)
+            event = Event(event_type, seq, wire.time, data, op, sources, ignorable, stored)
         else:
-            event = Event(event_type, wire.seq, wire.time, data, None, None, ignorable, stored)
+            event = Event(event_type, seq, wire.time, data, None, None, ignorable, stored)
         events.append(event)
         expected += 1
-        committed = end
-        kept_lines += 1
+    # Every line read was kept, but the one an issue stopped at.
+    if issue is None:
+        committed, kept_lines = pos, line_no - first_line + 1
+    else:
+        committed, kept_lines = line_start, line_no - first_line
     return close_scan(buf, pos, line_no, committed, kept_lines, issue, first_line, label)
 
 

@@ -11,6 +11,7 @@ decide and name the error. Rules that relate two fields are in `CROSS_CHECKS`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Annotated, Any, ClassVar, Final, Literal, Union
 
 import msgspec
@@ -50,6 +51,8 @@ __all__ = (
     "decode_ascii_line",
     "DECODE_ERRORS",
     "delta_facts",
+    "STEPPED_TYPES",
+    "CALL_IDS",
 )
 
 SeqInt = Annotated[int, Meta(ge=0, le=MAX_SAFE_INTEGER)]
@@ -80,6 +83,7 @@ class _Exact(Struct, kw_only=True, gc=False, forbid_unknown_fields=True):
 
 class _TurnData(_Exact):
     turn: PositiveInt
+    step: ClassVar[int] = 0  # it has none (`STEPPED_TYPES`)
 
 
 class _StepData(_Exact):
@@ -90,6 +94,7 @@ class _StepData(_Exact):
 class _TurnEndData(_Exact):
     turn: PositiveInt
     reason: Raw  # the per-kind rules are checked by `turn_end_reason_ok`
+    step: ClassVar[int] = 0  # it has none (`STEPPED_TYPES`)
 
 
 class _ChunkBody(_Shape):
@@ -262,6 +267,33 @@ _SURFACE_PAYLOADS: Final[dict[str, Any]] = {
     ASSISTANT_MESSAGE: _AssistantData,
     TOOL_RESULT: _ResultData,
 }
+STEPPED_TYPES: Final = frozenset(
+    {
+        TURN_START,
+        TURN_END,
+        STEP_START,
+        STEP_END,
+        ASSISTANT_CHUNK,
+        ASSISTANT_MESSAGE,
+        TOOL_CALL,
+        TOOL_RESULT,
+    }
+)
+"""The types whose typed payload names its turn: it answers `turn` and `step` (0 when it
+has none), so a load keeps them beside the line (`kernel.storage.typed.lines`)."""
+assert all(
+    hasattr(payload, "step")
+    for tag, payload in {**_CORE_PAYLOADS, **_SURFACE_PAYLOADS}.items()
+    if tag in STEPPED_TYPES
+)
+
+CALL_IDS: Final[dict[str, Callable[[Any], str]]] = {
+    TOOL_CALL: attrgetter("callId"),
+    TOOL_RESULT: attrgetter("message.source.callId"),
+}
+"""The call id in a typed payload of each type that names one: the call a `tool/call`
+makes, the call a `tool/result` answers."""
+
 _ENVELOPES: Final = (
     [_envelope(tag, payload) for tag, payload in _CORE_PAYLOADS.items()]
     + [_envelope(tag, payload, _SurfaceEnvelope) for tag, payload in _SURFACE_PAYLOADS.items()]
