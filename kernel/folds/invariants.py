@@ -25,6 +25,7 @@ checker reports (`check_invariants_strict`). Rule ids, stable across versions:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any, Final
 
 import attrs
@@ -419,10 +420,8 @@ def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
     nothing = object()
     passed: object = nothing  # the payload source of the last chunk passed over since a step
     chunk, frozen_object, result = ASSISTANT_CHUNK, FrozenObject, TOOL_RESULT
-    index, size = 0, len(log)
-    while index < size:
-        event = log[index]
-        index += 1
+    events = iter(log)
+    for event in events:
         seq, kind = event.seq, event.type
         if seq.__class__ is int and seq > last:
             data = event.data
@@ -432,12 +431,15 @@ def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
                     if source is passed:  # `passed` is a source only while a step is open
                         last = seq
                         continue
+                    run = None
                     if source.__class__ is dict:
                         turn, step = source.get("turn"), source.get("step")
                     elif (turn := getattr(source, "turn", None)) is not None:
-                        step = source.step  # the facts a loader kept
+                        step = source.step  # the facts a loader kept of a stored chunk
                     else:
                         turn, step = _lazy_position(source)
+                        if loaded and data._member == 0:
+                            run = getattr(source, "chunk_run", None)  # a row's first member
                     if (
                         turn == open_turn
                         and step == open_step
@@ -446,10 +448,8 @@ def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
                         and step.__class__ is int
                     ):
                         last, passed = seq, source
-                        run = getattr(source, "chunk_run", None) if loaded else None
-                        if run is not None and data._member == 0:
-                            skipped = len(run()[1]) - 1
-                            index += skipped
+                        if run is not None and (skipped := len(run()[1]) - 1) > 0:
+                            next(islice(events, skipped, skipped), None)  # its other members
                             last += skipped
                         continue
             elif kind in _POSITIONED:
