@@ -464,10 +464,11 @@ def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
                     if source.__class__ is dict:
                         turn, step = source.get("turn"), source.get("step")
                         call = source.get("callId") if kind != result else _answered_call(source)
-                    elif data._checked_as == kind and hasattr(source, "call_id"):
+                    elif data._checked_as == kind and hasattr(source, "turn"):
                         # the facts a loader kept, read for this type (a call id is made
                         # by a call and answered by a result)
-                        turn, step, call = source.turn, source.step, source.call_id
+                        turn, step = source.turn, source.step
+                        call = getattr(source, "call_id", None)
                     else:
                         turn = step = call = None
                     if turn.__class__ is not int:

@@ -432,10 +432,10 @@ class LazySource(Protocol):
     # A source may also offer `members(keys) -> Mapping | None`: the top-level members
     # `keys` of the object it builds, read without building it, or None (see `members`).
     # A loader's source of an event payload that names its turn may also carry what it
-    # read of it on the way: `turn`, `step` (0 when the payload has none) and `call_id`
-    # (the call a `tool/call` payload makes or a `tool/result` payload answers, for the
-    # type the view's `checked_as` names; None for other types). The invariant tracker
-    # reads them (`kernel.folds.invariants`).
+    # read of it on the way: `turn`, `step` (0 when it has none) and, for a `tool/call`
+    # or `tool/result` payload, `call_id` (the call it makes or answers, for the type
+    # the view's `checked_as` names). The invariant tracker reads them
+    # (`kernel.folds.invariants`).
 
 
 def lazy_view(

@@ -340,10 +340,10 @@ def test_what_a_load_keeps_of_a_stepped_payload_is_what_the_payload_says(
         return
     for event in loaded.events:
         data = event.data
-        if type(data) is not FrozenObject or type(data._value) is not _SteppedLine:
+        if type(data) is not FrozenObject or not isinstance(data._value, _SteppedLine):
             continue
         kept = data._value
-        facts = (kept.turn, kept.step, kept.call_id)
+        facts = (kept.turn, kept.step, getattr(kept, "call_id", None))
         built = thaw(data)
         if event.type == "tool/call":
             call = built["callId"]
@@ -353,6 +353,27 @@ def test_what_a_load_keeps_of_a_stepped_payload_is_what_the_payload_says(
             call = None
         assert facts == (built["turn"], built.get("step", 0), call), event
         assert data._checked_as in (event.type, None)
+
+
+def test_the_lines_of_each_turn_keep_that_turn() -> None:
+    # Consecutive lines of one turn share the int the first one kept; a line of the next
+    # turn keeps its own.
+    from kernel.storage.typed.lines import _SteppedLine
+
+    wires: list[dict[str, Any]] = []
+    for turn in (1, 2, 300, 301):
+        for kind, data in (
+            ("turn/start", {"turn": turn}),
+            ("step/start", {"turn": turn, "step": 1}),
+            ("step/end", {"turn": turn, "step": 1}),
+            ("turn/end", {"turn": turn, "reason": {"kind": "completed"}}),
+        ):
+            wires.append({"type": kind, "seq": len(wires), "time": 1, "data": data})
+    loaded = load_jsonl(_lines(wires), now=0)
+    kept = [e.data._value for e in loaded.events]
+    assert all(isinstance(source, _SteppedLine) for source in kept)
+    assert [source.turn for source in kept] == [w["data"]["turn"] for w in wires]
+    assert len({id(source.turn) for source in kept[8:12]}) == 1  # turn 300: one int object
 
 
 def test_invariants_of_a_loaded_log_read_row_members_without_building_them() -> None:

@@ -241,15 +241,20 @@ class _StoredLine(msgspec.Struct, gc=False):
 
 class _SteppedLine(_StoredLine):
     """A `_StoredLine` of an event that names its turn (and step), with what the typed decode
-    of the line read on the way: `turn`, `step` (0 for a payload without one) and `call_id`,
-    the call a `tool/call` makes or a `tool/result` answers (None for other types).
+    of the line read on the way: `turn` and `step` (0 for a payload without one).
 
     The invariant fold reads them (`kernel.values.json.LazySource`) instead of the line.
     """
 
     turn: int = 0
     step: int = 0
-    call_id: str | None = None
+
+
+class _CallLine(_SteppedLine):
+    """A `_SteppedLine` of a `tool/call` or `tool/result`, with its `call_id`: the call the
+    payload makes or answers. A result shares its call's string."""
+
+    call_id: str = ""
 
 
 _ENVELOPE_KINDS: Final = {
@@ -286,7 +291,7 @@ def loaded_wire(event: Event) -> tuple[dict[str, Any], tuple[bytes, bytes] | Non
     if data.__class__ is not FrozenObject:
         return None
     source = data._value
-    if source.__class__ is _StoredLine or source.__class__ is _SteppedLine:
+    if isinstance(source, _StoredLine):
         return _line_wire(event, source) if event.wire_order is source else None
     if isinstance(source, (ChunkRow, ToolCallRow)):
         return _member_wire(event, source, data._member)
@@ -490,6 +495,11 @@ def scan_events(
     pos = start
     line_no = first_line - 1
     kind_of = _ENVELOPE_KINDS.get
+    # What the stepped lines keep is shared where it repeats: the turn of the line before
+    # (a turn past 256 is an int object of its own) and a call id already kept (a
+    # result's is its call's), so a line keeps pointers, not copies.
+    last_turn = 0
+    call_ids: dict[str, str] = {}
     while True:
         nl = find(b"\n", pos)
         if nl == -1:
@@ -538,8 +548,16 @@ def scan_events(
         if check is not None and not check(payload):
             return Declined(line_start, line_no)
         if stepped:
-            call = None if call_of is None else call_of(payload)
-            stored: _StoredLine = _SteppedLine(line, None, payload.turn, payload.step, call)
+            turn = payload.turn
+            if turn == last_turn:
+                turn = last_turn
+            else:
+                last_turn = turn
+            if call_of is None:
+                stored: _StoredLine = _SteppedLine(line, None, turn, payload.step)
+            else:
+                call = call_of(payload)
+                stored = _CallLine(line, None, turn, payload.step, call_ids.setdefault(call, call))
         else:
             stored = _StoredLine(line)
         if viewed:
