@@ -271,8 +271,8 @@ _ENVELOPE_KINDS: Final = {
 """What the scan does with a line of each typed envelope class, read once: its event type,
 its cross check (`CROSS_CHECKS`, or None), whether the line keeps its payload's turn and
 step (`STEPPED_TYPES`) and how it reads the call id (`CALL_IDS`, or None), whether the type
-may touch the surface, and whether the payload's view
-is made by `_payload_view` (an opaque payload or an assistant message)."""
+may touch the surface, and whether `_payload_view` makes the payload's view (an opaque
+payload or an assistant message)."""
 
 
 def loaded_wire(event: Event) -> tuple[dict[str, Any], tuple[bytes, bytes] | None] | None:
