@@ -243,9 +243,10 @@ class LoadedEvents(tuple[Event, ...]):
 
     A marker for the loader's own tuple (`kernel.folds.surface.AdmittedEvents` derives
     from it): every event is the one the loader made, so the members of a stored
-    chunk row stand together, in order and unchanged, and the writer packs them
-    again without looking at each (`kernel.wire.chunks.loaded_row`). Nothing but a
-    loader makes one; a slice or a copy is a plain tuple.
+    chunk row stand together, in order, unchanged and with consecutive seqs. The
+    writer packs them again without looking at each (`kernel.wire.chunks.loaded_row`),
+    and the invariant tracker passes over them at once (`kernel.folds.invariants`).
+    Nothing but a loader makes one; a slice or a copy is a plain tuple.
     """
 
     __slots__ = ()
