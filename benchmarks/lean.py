@@ -21,7 +21,8 @@ run (its own `load_jsonl`, untimed). A worker past `--timeout` seconds is
 killed and its completed runs are kept; when `load_jsonl` does not finish
 all its runs, the measures that need a loaded log are skipped. The writes
 (`write_jsonl` packed and plain, `write_jsonl_zstd`) write the header and
-events of a log loaded afresh the same way. The SQLite
+events of a log loaded afresh the same way, and report the most resident
+memory each run added (Linux's `VmHWM`, reset before the write). The SQLite
 measure appends the log's stored events to a new store (untimed, once per
 worker) and times `SqliteStore.inspect` of it.
 
@@ -165,7 +166,13 @@ def _written(write: Callable[..., bytes], *, pack_chunks: bool = True) -> Callab
     def run(data: bytes) -> Sample:
         loaded = load_jsonl(data, now=0)
         header, events = loaded.header, loaded.events
-        return _timed(lambda: write(header, events, pack_chunks=pack_chunks), _sized("bytes"))
+        gc.collect()
+        before = status_bytes("VmRSS")
+        _reset_peak_rss()
+        sample = _timed(lambda: write(header, events, pack_chunks=pack_chunks), _sized("bytes"))
+        # What the write held at most beyond the loaded log (Linux; 0 elsewhere).
+        sample["rss_peak"] = max(status_bytes("VmHWM") - before, 0)
+        return sample
 
     return run
 
@@ -652,7 +659,21 @@ def _format(measure: Measure, outcome: Outcome, log: Prepared, decode: float | N
         return [_row(measure.label, f"{best * 1e6:.1f} us", "", f"{best * 1e6:.1f}", runs)]
     ratio = f"{best / decode:.2f}" if decode else ""
     per_event = f"{best / max(log.events, 1) * 1e6:.2f}"
-    return [_row(measure.label, f"{best:.3f}", ratio, per_event, runs)]
+    rows = [_row(measure.label, f"{best:.3f}", ratio, per_event, runs)]
+    peaks = [s["rss_peak"] for s in outcome.samples if s.get("rss_peak")]
+    if peaks:  # a write: the most it held, as a multiple of what it wrote
+        written = outcome.samples[0]["bytes"] or 1
+        peak = max(peaks)
+        rows.append(
+            _row(
+                "  peak RSS growth",
+                f"{peak / 1e6:.1f} MB",
+                f"{peak / written:.2f}x",
+                "",
+                "x output size",
+            )
+        )
+    return rows
 
 
 def _kernel_source() -> str:

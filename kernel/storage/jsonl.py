@@ -11,7 +11,8 @@ here as well.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+import io
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -302,26 +303,42 @@ def encode_records(
     with ranges as DSH's writers from 0.1.2 on spell them (§2.5); readers older
     than that refuse them, so the default is the plain spelling.
     """
+    out = io.BytesIO()
+    _write_records(out.write, events, pack_chunks, ranged_sources)
+    return out.getvalue()
+
+
+def _write_records(
+    write: Callable[[bytes], object],
+    events: Iterable[Event],
+    pack_chunks: bool,
+    ranged_sources: bool,
+) -> None:
+    """`encode_records`, each record's text and its newline handed to `write` as made.
+
+    No record's text is kept: orjson makes each in a buffer of a few kilobytes that it
+    shrinks when done, and a list of them holds about 4 KB of memory each, whatever
+    their length (400 MB for the 100,000 lines of a 17 MB log; docs/rfc/implemented/
+    architecture/2026-12-06-the-writer-keeps-no-record-text.md).
+    """
     if pack_chunks:
         records: tuple[Any, ...] = pack_chunk_rows(events)
     else:  # a tuple as it is: a loader's own (`LoadedEvents`) keeps the type that vouches for it
         records = events if isinstance(events, tuple) else tuple(iter_events(events))
-    parts: list[bytes] = []
     index, size = 0, len(records)
     while index < size:
         record = records[index]
         if not pack_chunks and type(record) is Event and record.type is ASSISTANT_CHUNK:
             lines = loaded_member_lines(records, index)  # a whole loaded row, unpacked
             if lines is not None:
-                parts += lines
+                for line in lines:
+                    write(line)
+                    write(b"\n")
                 index += len(lines)
                 continue
-        parts.append(_record_bytes(record, index, ranged_sources))
+        write(_record_bytes(record, index, ranged_sources))
+        write(b"\n")
         index += 1
-    if not parts:
-        return b""
-    parts.append(b"")
-    return b"\n".join(parts)
 
 
 def _record_bytes(record: Any, index: int, ranged_sources: bool) -> bytes:
@@ -363,5 +380,14 @@ def write_jsonl(
         KernelError: an item is not an `Event` or holds a value no reader could read
             back (the subclass names the rule).
     """
-    records = encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
-    return header_line(header) + b"\n" + records
+    try:
+        head = header_line(header)
+    except KernelError:
+        # A wrong event is named before a wrong header, as when the header was spelled last.
+        encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
+        raise
+    out = io.BytesIO()
+    out.write(head)
+    out.write(b"\n")
+    _write_records(out.write, events, pack_chunks, ranged_sources)
+    return out.getvalue()
