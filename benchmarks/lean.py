@@ -21,8 +21,10 @@ run (its own `load_jsonl`, untimed). A worker past `--timeout` seconds is
 killed and its completed runs are kept; when `load_jsonl` does not finish
 all its runs, the measures that need a loaded log are skipped. The writes
 (`write_jsonl` packed and plain, `write_jsonl_zstd`) write the header and
-events of a log loaded afresh the same way, and report the most resident
-memory each run added (Linux's `VmHWM`, reset before the write). The SQLite
+events of a log loaded afresh the same way. Every run also reports the most
+resident memory it added (`rss_peak`, from Linux's `VmHWM` reset just before
+it; in the JSON figures), printed for the writes as a multiple of what they
+wrote. The SQLite
 measure appends the log's stored events to a new store (untimed, once per
 worker) and times `SqliteStore.inspect` of it.
 
@@ -115,13 +117,22 @@ instruction count, which `benchmarks/instructions.py` subtracts)."""
 
 
 def _timed(work: Callable[[], Any], describe: Callable[[Any], Sample]) -> Sample:
+    """One run of `work`: its seconds, what `describe` reads of its result, and `rss_peak`,
+    the most resident memory the run added (Linux's `VmHWM`, reset just before; 0
+    elsewhere), the result included."""
     gc.collect()
     if _DRY[0]:
         return {"seconds": 0.0, "dry": True}
+    before = status_bytes("VmRSS")
+    _reset_peak_rss()
     start = time.perf_counter()
     result = work()
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, **describe(result)}
+    return {
+        "seconds": seconds,
+        "rss_peak": max(status_bytes("VmHWM") - before, 0),
+        **describe(result),
+    }
 
 
 def _whole(
@@ -166,13 +177,7 @@ def _written(write: Callable[..., bytes], *, pack_chunks: bool = True) -> Callab
     def run(data: bytes) -> Sample:
         loaded = load_jsonl(data, now=0)
         header, events = loaded.header, loaded.events
-        gc.collect()
-        before = status_bytes("VmRSS")
-        _reset_peak_rss()
-        sample = _timed(lambda: write(header, events, pack_chunks=pack_chunks), _sized("bytes"))
-        # What the write held at most beyond the loaded log (Linux; 0 elsewhere).
-        sample["rss_peak"] = max(status_bytes("VmHWM") - before, 0)
-        return sample
+        return _timed(lambda: write(header, events, pack_chunks=pack_chunks), _sized("bytes"))
 
     return run
 
@@ -660,7 +665,7 @@ def _format(measure: Measure, outcome: Outcome, log: Prepared, decode: float | N
     ratio = f"{best / decode:.2f}" if decode else ""
     per_event = f"{best / max(log.events, 1) * 1e6:.2f}"
     rows = [_row(measure.label, f"{best:.3f}", ratio, per_event, runs)]
-    peaks = [s["rss_peak"] for s in outcome.samples if s.get("rss_peak")]
+    peaks = [s["rss_peak"] for s in outcome.samples if s.get("rss_peak") and "bytes" in s]
     if peaks:  # a write: the most it held, as a multiple of what it wrote
         written = outcome.samples[0]["bytes"] or 1
         peak = max(peaks)

@@ -550,7 +550,9 @@ def row_lines(rows: Sequence[Sequence[Any]]) -> RowLines | None:
             if type(sources) is not bytes:
                 return None
             try:
-                parts += (b',"sourceEventSeqs":', orjson.dumps(decode_source_seqs(sources)))
+                # Joined at once: orjson's own text would hold about 4 KB while kept
+                # (docs/rfc/implemented/architecture/2026-12-06-the-writer-keeps-no-record-text.md).
+                parts.append(b',"sourceEventSeqs":' + orjson.dumps(decode_source_seqs(sources)))
             except CorruptLog:
                 return None
         if surface_op is not None:
