@@ -10,6 +10,8 @@ restored prefix.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from itertools import compress, count
+from operator import attrgetter
 from typing import Any, Literal, overload
 
 import attrs
@@ -27,8 +29,13 @@ from kernel.errors import (
     SurfaceMarkerError,
 )
 from kernel.folds.messages import MessageHistory, history_of, step_messages
-from kernel.folds.request_header import step_request_header
-from kernel.folds.surface import SurfaceState, is_plain_append
+from kernel.folds.request_header import fold_request_header, step_request_header
+from kernel.folds.surface import (
+    AdmittedEvents,
+    SurfaceState,
+    is_plain_append,
+    surface_state_over,
+)
 from kernel.values.events import (
     APPEND,
     ASSISTANT_MESSAGE,
@@ -36,6 +43,7 @@ from kernel.values.events import (
     END_SEED,
     REQUEST_HEADER,
     ROW_TAGS,
+    SURFACE_TYPES,
     Append,
     Event,
     Replace,
@@ -125,6 +133,9 @@ def _caller_sources(sources: Any, where: str) -> Any:
             f"{where}: surface metadata is not lossless JSON: {exc} (R1)"
         ) from None
     return wire  # parsed by the surface plan, in R7's order
+
+
+_TYPE = attrgetter("type")
 
 
 @attrs.frozen(eq=False)
@@ -219,7 +230,14 @@ class SessionLog:
 
         Their types are not checked against `known_types`: the loader that read them
         has done so with its own. The log's later appends are.
+
+        The events a load returns (`AdmittedEvents`) were admitted whole by the load,
+        closers included: they are taken as they are, and only the surface and header
+        states a log appends from are rebuilt (from the load's surface events and
+        header positions), to the log the general path builds.
         """
+        if type(events) is AdmittedEvents:
+            return cls._of_admitted(events, _admit_header(header), known_type_set(known_types))
         return cls._admit_all(
             events,
             _admit_header(header),
@@ -227,6 +245,24 @@ class SessionLog:
             label="stored",
             known_types=known_type_set(known_types),
             check_known=False,
+        )
+
+    @classmethod
+    def _of_admitted(
+        cls, events: AdmittedEvents, header: SessionHeader | None, known_types: frozenset[str]
+    ) -> SessionLog:
+        """`restore` of a load's own events: every rule held when the load admitted them."""
+        # The fold reads the snapshots the load found and builds the last alone; it raises
+        # what stepping each would (a reshaped header holding -0.0 fails R1 here).
+        request_header = fold_request_header(events)
+        on_surface = map(SURFACE_TYPES.__contains__, map(_TYPE, events))
+        return cls(
+            events=vector(events),
+            surface=surface_state_over(events, compress(count(), on_surface)),
+            request_header=request_header,
+            header=header,
+            first_live_seq=len(events),
+            known_types=known_types,
         )
 
     @classmethod

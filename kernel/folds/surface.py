@@ -57,6 +57,7 @@ __all__ = (
     "surface_state_of",
     "surface_fold_of",
     "surface_fold_over",
+    "surface_state_over",
     "is_plain_append",
 )
 
@@ -534,7 +535,19 @@ def surface_fold_over(window: Sequence[Event], positions: Iterable[int]) -> Surf
     return _fold_of(_surface_pass(window, positions, 0))
 
 
-def _surface_pass(window: Sequence[Event], positions: Iterable[int], base: int) -> SurfaceState:
+def surface_state_over(window: Sequence[Event], positions: Iterable[int]) -> SurfaceState:
+    """`surface_fold_over`'s pass as a persistent `SurfaceState`, for a log to append to.
+
+    The caller vouches for what `surface_fold_over`'s caller does and more: the events
+    were planned once already (a load's own, `AdmittedEvents`), so an append's marker
+    and citations (R5, R7) are not checked again; a replace is planned as always.
+    """
+    return _surface_pass(window, positions, 0, planned=True).persistent()
+
+
+def _surface_pass(
+    window: Sequence[Event], positions: Iterable[int], base: int, *, planned: bool = False
+) -> SurfaceState:
     """The state after the events at `positions` of `window` (see `surface_fold_over`): a
     `mutable` state after the pass, or the empty state when there are no positions."""
     state = SurfaceState.mutable()  # only the last state is kept
@@ -556,7 +569,7 @@ def _surface_pass(window: Sequence[Event], positions: Iterable[int], base: int) 
         if type(op) is Append:
             # An append's rules (R5, R7a-e) do not read the state.
             seq = event.seq
-            if not is_plain_append(event.type, seq, event.source_event_seqs):
+            if not planned and not is_plain_append(event.type, seq, event.source_event_seqs):
                 _check_append(event)
             slot_of[seq] = len(slots)
             slots.append(seq)

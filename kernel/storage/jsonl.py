@@ -331,9 +331,8 @@ def _write_records(
         if not pack_chunks and type(record) is Event and record.type is ASSISTANT_CHUNK:
             lines = loaded_member_lines(records, index)  # a whole loaded row, unpacked
             if lines is not None:
-                for line in lines:
-                    write(line)
-                    write(b"\n")
+                write(b"\n".join(lines))
+                write(b"\n")
                 index += len(lines)
                 continue
         write(_record_bytes(record, index, ranged_sources))

@@ -298,11 +298,13 @@ def pack_chunk_rows(
             out.append(_row([m for _, m in run]))
         run.clear()
 
+    loaded = isinstance(log, LoadedEvents)  # the loader's own events are well typed
+
     def facts(index: int) -> tuple[Event | Mapping[str, Any], _Member | None]:
         item = log[index]
         if isinstance(item, Mapping):
             return item, _wire_member(item)
-        event = _checked(item, index)
+        event = item if loaded else _checked(item, index)
         return event, _event_member(event)
 
     index, size = 0, len(log)
@@ -318,7 +320,7 @@ def pack_chunk_rows(
                     index += row[0]
                     continue
             elif kind.__class__ is str and kind != ASSISTANT_CHUNK:  # never packs (§7.2)
-                out_of_run = _checked(item, index)
+                out_of_run = item if loaded else _checked(item, index)
                 if run:
                     close_run()
                 out.append(out_of_run)

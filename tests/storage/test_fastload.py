@@ -242,6 +242,62 @@ def test_seeding_loaded_events_equals_seeding_their_wire_form(log: Any, pack: bo
         assert kept.request_header == rebuilt.request_header
 
 
+@given(gen.loop_logs(rich=True, max_actions=5, shape="any"), st.booleans())
+def test_restoring_a_loads_events_builds_the_log_restoring_any_copy_builds(
+    log: Any, pack: bool
+) -> None:
+    # `restore` takes a load's own events (`AdmittedEvents`) without admitting each again;
+    # every field of the log must be what admitting a copy of them gives, the surface's
+    # slots and seq index included (later appends read them), and so must the next append.
+    from kernel.folds.surface import AdmittedEvents
+    from kernel.log import SessionLog
+    from kernel.values.events import APPEND
+
+    loaded = load_jsonl(write_jsonl(HEADER, as_events(log), pack_chunks=pack), now=0)
+    assert type(loaded.events) is AdmittedEvents  # else this compares the general path twice
+    kept = SessionLog.restore(
+        loaded.events, header=loaded.header, known_types={*DEFAULT_KNOWN_TYPES, "x/y"}
+    )
+    copied = SessionLog.restore(
+        tuple(loaded.events), header=loaded.header, known_types={*DEFAULT_KNOWN_TYPES, "x/y"}
+    )
+    assert all(a is b for a, b in zip(kept.events, copied.events, strict=True))
+    assert kept.surface == copied.surface
+    assert (kept.request_header, kept.header) == (copied.request_header, copied.header)
+    assert (kept.first_live_seq, kept.known_types) == (copied.first_live_seq, copied.known_types)
+    message = {"id": "u", "role": "user", "content": [], "source": {"kind": "user"}}
+    slots = list(kept.surface.slots)
+    after = [
+        built.append("user/message", message, time=9, surface_op=APPEND) for built in (kept, copied)
+    ]
+    assert after[0].surface == after[1].surface
+    assert list(kept.surface.slots) == slots  # a restored log is a value: appends leave it
+    assert [thaw(m) for m in after[0].messages] == [thaw(m) for m in after[1].messages]
+
+
+def test_restoring_a_loads_events_raises_what_admitting_them_raises() -> None:
+    # The load does not fold the request headers; a header that canonicalizes into a copy
+    # holding -0.0 (a spelling no writer makes) fails R1 when restored, through a load's
+    # events as through a copy of them.
+    from kernel.errors import NotLosslessJson
+    from kernel.folds.surface import AdmittedEvents
+    from kernel.log import SessionLog
+
+    line = (
+        b'{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":'
+        b'{"provider":"p","model":"m","temperature":-0.0},"system":"","tools":[]},'
+        b'"reason":"initial"}}\n'
+    )
+    loaded = load_jsonl(write_jsonl(HEADER, ()) + line, now=0)
+    assert type(loaded.events) is AdmittedEvents
+    errors = []
+    for events in (loaded.events, tuple(loaded.events)):
+        with pytest.raises(NotLosslessJson) as raised:
+            SessionLog.restore(events)
+        errors.append(str(raised.value))
+    assert errors[0] == errors[1]
+
+
 _NUMBER_TEXTS = st.one_of(
     st.sampled_from(["-0.0", "-0e3", "-0E-2", "1e400", "-1e-400", "1" * 400, "-2e-323"]),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
