@@ -11,8 +11,7 @@ here as well.
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -303,18 +302,18 @@ def encode_records(
     with ranges as DSH's writers from 0.1.2 on spell them (§2.5); readers older
     than that refuse them, so the default is the plain spelling.
     """
-    out = io.BytesIO()
-    _write_records(out.write, events, pack_chunks, ranged_sources)
-    return out.getvalue()
+    out = bytearray()
+    _write_records(out, events, pack_chunks, ranged_sources)
+    return bytes(out)
 
 
 def _write_records(
-    write: Callable[[bytes], object],
+    out: bytearray,
     events: Iterable[Event],
     pack_chunks: bool,
     ranged_sources: bool,
 ) -> None:
-    """`encode_records`, each record's text and its newline handed to `write` as made.
+    """`encode_records` into `out`: each record's text and its newline, added as made.
 
     No record's text is kept: orjson makes each in a buffer of a few kilobytes that it
     shrinks when done, and a list of them holds about 4 KB of memory each, whatever
@@ -331,12 +330,12 @@ def _write_records(
         if not pack_chunks and type(record) is Event and record.type is ASSISTANT_CHUNK:
             lines = loaded_member_lines(records, index)  # a whole loaded row, unpacked
             if lines is not None:
-                write(b"\n".join(lines))
-                write(b"\n")
+                out += b"\n".join(lines)
+                out += b"\n"
                 index += len(lines)
                 continue
-        write(_record_bytes(record, index, ranged_sources))
-        write(b"\n")
+        out += _record_bytes(record, index, ranged_sources)
+        out += b"\n"
         index += 1
 
 
@@ -385,8 +384,7 @@ def write_jsonl(
         # A wrong event is named before a wrong header, as when the header was spelled last.
         encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
         raise
-    out = io.BytesIO()
-    out.write(head)
-    out.write(b"\n")
-    _write_records(out.write, events, pack_chunks, ranged_sources)
-    return out.getvalue()
+    out = bytearray(head)
+    out += b"\n"
+    _write_records(out, events, pack_chunks, ranged_sources)
+    return bytes(out)
