@@ -406,6 +406,16 @@ def test_p2_1_write_with_no_events_is_the_header_line_only() -> None:
     assert encode_records([]) == b""
 
 
+def test_p2_1_a_wrong_event_is_named_before_a_wrong_header() -> None:
+    # The writer checks the header first now (it writes it first); the error a caller sees
+    # when both are wrong is still the event's, as when the header was spelled last.
+    bad_header = {"version": 0, "id": "s", "createdAt": -1}
+    with pytest.raises(InvalidEnvelope, match="item 0 is a int, not an Event"):
+        write_jsonl(bad_header, [5])  # type: ignore[list-item]
+    with pytest.raises(SessionHeaderError):
+        write_jsonl(bad_header, [])
+
+
 def test_p2_1_packing_can_be_disabled() -> None:
     chunks = [
         Event(
