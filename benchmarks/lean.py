@@ -21,10 +21,10 @@ run (its own `load_jsonl`, untimed). A worker past `--timeout` seconds is
 killed and its completed runs are kept; when `load_jsonl` does not finish
 all its runs, the measures that need a loaded log are skipped. The writes
 (`write_jsonl` packed and plain, `write_jsonl_zstd`) write the header and
-events of a log loaded afresh the same way. Every run also reports the most
-resident memory it added (`rss_peak`, from Linux's `VmHWM` reset just before
-it; in the JSON figures), printed for the writes as a multiple of what they
-wrote. The SQLite
+events of a log loaded afresh the same way. Each run of a measure other than
+`append` and `memory` also reports the most resident memory it added
+(`rss_peak`, from Linux's `VmHWM` reset just before it; in the JSON figures),
+printed for the writes as a multiple of what they wrote. The SQLite
 measure appends the log's stored events to a new store (untimed, once per
 worker) and times `SqliteStore.inspect` of it.
 

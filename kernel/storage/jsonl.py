@@ -315,10 +315,9 @@ def _write_records(
 ) -> None:
     """`encode_records` into `out`: each record's text and its newline, added as made.
 
-    No record's text is kept: orjson makes each in a buffer of a few kilobytes that it
-    shrinks when done, and a list of them holds about 4 KB of memory each, whatever
-    their length (400 MB for the 100,000 lines of a 17 MB log; docs/rfc/implemented/
-    architecture/2026-12-06-the-writer-keeps-no-record-text.md).
+    No record's text is kept: a list of orjson's texts holds about 4 KB of resident
+    memory each, whatever their length (420 MB for the 100,000 lines of a 17 MB log;
+    docs/rfc/implemented/architecture/2026-12-06-the-writer-keeps-no-record-text.md).
     """
     if pack_chunks:
         records: tuple[Any, ...] = pack_chunk_rows(events)
