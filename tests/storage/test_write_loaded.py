@@ -250,6 +250,23 @@ def test_index_keys_and_floats_are_spelled_as_json_stringify_does() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ({"x": 1.0}, b'{"x":1}'),
+        ({"x": 1e16}, b'{"x":10000000000000000}'),
+        ({"x": 1.5e-7}, b'{"x":1.5e-7}'),
+        ({"x": 2**53 + 1}, b'{"x":9007199254740992}'),
+        ({"a": 2, "10": 1}, b'{"10":1,"a":2}'),
+        ({"x": "1.5e3", "y": 7}, b'{"x":"1.5e3","y":7}'),
+    ],
+)
+def test_each_shape_orjson_spells_otherwise_is_found_alone(value: Any, text: bytes) -> None:
+    # One shape a value: a float (with `.` or `e`), an unsafe integer, an index key; the
+    # same letters inside a string only send the value the long way, to the same text.
+    assert encode_record_bytes(value) == text
+
+
 def test_a_header_object_and_a_session_header_write_alike() -> None:
     header = SessionHeader(id="sess-1", created_at=1)
     assert write_jsonl(header, ()) == write_jsonl(HEADER, ())
