@@ -294,7 +294,7 @@ def test_restoring_a_loads_events_raises_what_admitting_them_raises() -> None:
     for events in (loaded.events, tuple(loaded.events)):
         with pytest.raises(NotLosslessJson) as raised:
             SessionLog.restore(events)
-        errors.append(str(raised.value))
+        errors.append((str(raised.value), raised.value.seq, raised.value.index))
     assert errors[0] == errors[1]
 
 
