@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures import Executor as FuturesExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -217,15 +217,18 @@ class ProcessPool:
             unreported: list[int] = []
             reported = False
             with self.pool(self.workers) as pool:
-                for at, part, done in self._windows(pool, todo, pending, check):
-                    if isinstance(done, BrokenProcessPool):
-                        broken, unreported = done, part
-                        pending = pending[at:]
-                        break
-                    yield todo[part[0]], done
-                    reported = True
-                else:
-                    return
+                try:
+                    for at, part, done in self._windows(pool, todo, pending, check):
+                        if isinstance(done, BrokenProcessPool):
+                            broken, unreported = done, part
+                            pending = pending[at:]
+                            break
+                        yield todo[part[0]], done
+                        reported = True
+                    else:
+                        return
+                finally:
+                    _stop_workers(pool)  # then leaving the block waits for nothing
             assert broken is not None  # the loop above broke out on a broken pool
             if not unreported and not reported:  # a pool that breaks at once: no endless loop
                 unreported = pending[: self._window()]
@@ -264,6 +267,33 @@ class ProcessPool:
             except BrokenProcessPool as exc:
                 yield start + done, part[done:], exc
                 return
+
+
+_SHUTDOWN_POLL: Final = 0.2
+"""Seconds between two looks at the workers of a pool shutting down (`_stop_workers`)."""
+
+
+def _stop_workers(pool: FuturesExecutor) -> None:
+    """Shut a process pool down so that a worker that died idle cannot hold it up.
+
+    A worker killed while it waits for work may hold the lock of the queue the others
+    take their stop signal from, and the pool then waits for them forever (found by
+    killing one after the last window had reported). So the pool is told to shut down
+    without waiting, and while it stops, a worker that ended with an error (killed, not
+    stopped) stops the others, as `_lost_a_worker` does between windows. Any other pool
+    is left to its own shutdown.
+    """
+    processes = getattr(pool, "_processes", None)  # ProcessPoolExecutor's {pid: Process}
+    manager = getattr(pool, "_executor_manager_thread", None)  # the thread that stops them
+    if not processes or manager is None:
+        return
+    workers = list(processes.values())
+    pool.shutdown(wait=False)
+    while manager.is_alive():
+        manager.join(_SHUTDOWN_POLL)
+        if manager.is_alive() and any(worker.exitcode not in (None, 0) for worker in workers):
+            for worker in workers:
+                worker.kill()
 
 
 def _lost_a_worker(pool: FuturesExecutor) -> bool:

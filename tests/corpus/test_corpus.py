@@ -403,6 +403,43 @@ def test_a_pool_worker_dead_before_a_window_is_sent_makes_no_task_a_suspect(
     assert ordered(rows) == reference  # nothing marked error
 
 
+_IDLE_KILL = """
+import multiprocessing.connection, os, signal, sys
+from kernel.corpus import executors
+from kernel.corpus.check import Task
+
+def check(task):
+    return (task.path,)
+
+if __name__ == "__main__":
+    made = []
+    def pool(workers):
+        made.append(executors._spawn_pool(workers))
+        return made[-1]
+    for trial in range(6):
+        tasks = [Task(f"t{i}", "jsonl") for i in range(40)]
+        run = executors.ProcessPool(2, pool=pool).run(tasks, check)
+        assert [next(run) for _ in tasks] == [(t, (t.path,)) for t in tasks]
+        victim = list(made[-1]._processes.values())[trial % 2]  # private: the workers
+        os.kill(victim.pid, signal.SIGKILL)  # idle: every task has reported
+        assert multiprocessing.connection.wait([victim.sentinel], timeout=60)
+        assert list(run) == []  # the run ends: its pool shuts down
+"""
+
+
+@pytest.mark.slow
+def test_a_pool_worker_dead_after_the_last_window_does_not_hold_up_the_end(
+    tmp_path: Path,
+) -> None:
+    """Regression: a worker killed while it waited for work, once every task had reported,
+    may hold the lock of the queue the others take their stop signal from; the pool's
+    shutdown then waited for them forever, and the run never ended. Whichever of the two
+    idle workers holds the lock, the run must end (the script is bounded, not timed)."""
+    script = tmp_path / "idle_kill.py"
+    script.write_text(_IDLE_KILL)
+    subprocess.run([sys.executable, str(script)], check=True, timeout=300)
+
+
 def poison_check(task: Task) -> tuple[CorpusResult, ...]:
     """Kills the worker running it on a file named `poison*`; else the real check."""
     if Path(task.path).name.startswith("poison"):
