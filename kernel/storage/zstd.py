@@ -29,10 +29,10 @@ from kernel.errors import CorruptLog, KernelError, LimitExceeded
 from kernel.storage.jsonl import (
     Scan,
     as_stored_bytes,
-    encode_records,
     header_line,
     parse_header_line,
     scan_result,
+    write_records,
 )
 from kernel.storage.load import TYPED, WIRE, Loaded, RawScan, option_flag, plan_scan, scan_lines
 from kernel.values.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
@@ -778,7 +778,7 @@ def load_jsonl_zstd(
     raise _Budget(len(stored), max_decoded_bytes).out_of_memory()
 
 
-def encode_zstd_frame(records: bytes) -> bytes:
+def encode_zstd_frame(records: bytes | bytearray) -> bytes:
     """One Zstandard frame (checksum on) holding `records`: an append batch or a repair."""
     compressor = zstandard.ZstdCompressor(
         level=ZSTD_LEVEL, write_checksum=True, write_content_size=True
@@ -801,7 +801,8 @@ def write_jsonl_zstd(
     the default is the plain spelling every v0 reader reads.
     """
     out = encode_zstd_frame(header_line(header) + b"\n")
-    batch = encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
+    batch = bytearray()  # compressed as it is: the plain text is not copied into a `bytes`
+    write_records(batch, events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
     if batch:
         out += encode_zstd_frame(batch)
     return out

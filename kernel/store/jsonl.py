@@ -29,6 +29,7 @@ from kernel.storage.jsonl import (
     option_flag,
     scan_jsonl,
     write_jsonl,
+    write_records,
 )
 from kernel.storage.quarantine import (
     describe_tail_records,
@@ -248,7 +249,8 @@ def _repair_payload(
     """The bytes a repair appends after truncating: closers (and, for Zstandard, the recovered)."""
     if zstd:
         events = (*(loaded.torn_frame.recovered if loaded.torn_frame else ()), *loaded.closers)
-        records = encode_records(events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
+        records = bytearray()
+        write_records(records, events, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
         return encode_zstd_frame(records) if records else b""
     return encode_records(loaded.closers, pack_chunks=pack_chunks, ranged_sources=ranged_sources)
 
@@ -628,10 +630,15 @@ class JsonlStore:
             self._append_file(session_id, path, batch)
 
     def _encode(self, batch: tuple[Event, ...]) -> bytes:
-        records = encode_records(
-            batch, pack_chunks=self.pack_chunks, ranged_sources=self.ranged_sources
+        if not self.zstd:
+            return encode_records(
+                batch, pack_chunks=self.pack_chunks, ranged_sources=self.ranged_sources
+            )
+        records = bytearray()
+        write_records(
+            records, batch, pack_chunks=self.pack_chunks, ranged_sources=self.ranged_sources
         )
-        return encode_zstd_frame(records) if self.zstd else records
+        return encode_zstd_frame(records)
 
     def _materialize(self, header: SessionHeader, batch: tuple[Event, ...]) -> None:
         """§2.3: header and first batch become visible together, or not at all."""

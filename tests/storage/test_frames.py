@@ -23,7 +23,14 @@ from hypothesis import strategies as st
 
 from kernel.errors import CorruptLog, KernelError, LimitExceeded, UnsupportedFormat
 from kernel.folds.closers import interrupted_turn_closers
-from kernel.storage.jsonl import encode_records, header_line, load_jsonl, scan_jsonl, write_jsonl
+from kernel.storage.jsonl import (
+    encode_records,
+    header_line,
+    load_jsonl,
+    scan_jsonl,
+    write_jsonl,
+    write_records,
+)
 from kernel.storage.zstd import (
     MAX_DECODED_CEILING,
     MAX_DECODED_FLOOR,
@@ -178,6 +185,21 @@ def test_p8_write_puts_the_header_line_alone_in_frame_1_and_the_batch_in_frame_2
     assert frames_of(write_jsonl_zstd(HEADER, [])) == [HEADER_FRAME]
     unpacked = frames_of(write_jsonl_zstd(HEADER, events, pack_chunks=False))[1]
     assert plaintext(unpacked) == encode_records(events, pack_chunks=False)
+
+
+def test_write_records_adds_what_encode_records_returns_after_what_the_buffer_holds() -> None:
+    events = small_log()
+    for pack in (True, False):
+        out = bytearray(b"before\n")
+        write_records(out, events, pack_chunks=pack)
+        assert out == b"before\n" + encode_records(events, pack_chunks=pack)
+    empty = bytearray(b"x")
+    write_records(empty, [])
+    assert empty == b"x"
+    # A frame of the buffer is the frame of its bytes (the writer compresses the buffer).
+    assert encode_zstd_frame(bytearray(encode_records(events))) == encode_zstd_frame(
+        encode_records(events)
+    )
 
 
 def test_p8_round_trip_plain_and_packed() -> None:
