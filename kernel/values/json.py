@@ -654,41 +654,48 @@ def _plain_copy(value: dict[str, Any] | list[Any], depth: int) -> Any:
     integers, booleans and nulls, is copied by recursion, which costs a third of the
     general walk. Anything else (a deeper container, which may be a cycle, a float,
     a view, a string that may need joining, a value to refuse) answers `_UNSURE`
-    and the general walk decides, from the start.
+    and the general walk decides, from the start. The container is copied whole
+    first and only its containers are replaced, by their copies.
     """
     if depth > _PLAIN_DEPTH:
         return _UNSURE
     if type(value) is dict:
-        copy: Any = {}
-        for key, child in value.items():
+        copy: Any = value.copy()
+        for key, child in copy.items():
             if type(key) is not str or not key.isascii():
                 return _UNSURE
-            if type(child) is not str or not child.isascii():  # most members, without a call
-                child = _plain_member(child, depth)
+            kind = type(child)
+            if kind is str:
+                if not child.isascii():
+                    return _UNSURE
+            elif kind is dict or kind is list:
+                child = _plain_copy(child, depth + 1)
                 if child is _UNSURE:
                     return _UNSURE
-            copy[key] = child
+                copy[key] = child
+            elif kind is int:
+                if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                    return _UNSURE
+            elif kind is not bool and child is not None:
+                return _UNSURE
         return copy
     copy = list(value)
     for index, child in enumerate(copy):
-        if type(child) is not str or not child.isascii():
-            child = _plain_member(child, depth)
+        kind = type(child)
+        if kind is str:
+            if not child.isascii():
+                return _UNSURE
+        elif kind is dict or kind is list:
+            child = _plain_copy(child, depth + 1)
             if child is _UNSURE:
                 return _UNSURE
             copy[index] = child
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                return _UNSURE
+        elif kind is not bool and child is not None:
+            return _UNSURE
     return copy
-
-
-def _plain_member(child: Any, depth: int) -> Any:
-    """A member of a container at `depth` as `_plain_copy` keeps it, or `_UNSURE`."""
-    ct = type(child)
-    if ct is str:
-        return child if child.isascii() else _UNSURE
-    if ct is int:
-        return child if -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER else _UNSURE
-    if ct is dict or ct is list:
-        return _plain_copy(child, depth + 1)
-    return child if ct is bool or child is None else _UNSURE
 
 
 def _admitted_container(value: dict[str, Any] | list[Any]) -> Any:

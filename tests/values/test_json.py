@@ -341,6 +341,19 @@ def test_admit_json_answers_as_the_general_walk_on_any_value(value: Any) -> None
     assert got == expected
     if got[0] == "ok" and type(value) in (dict, list):
         assert got[1] is not value and type(got[1]) is type(value)  # a private copy
+        assert not _container_ids(got[1]) & _container_ids(value), "shares a container"
+
+
+def _container_ids(value: Any) -> set[int]:
+    """The ids of every dict and list inside `value`, itself included."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) in (dict, list) and id(item) not in found:
+            found.add(id(item))
+            stack.extend(item.values() if type(item) is dict else item)
+    return found
 
 
 def test_the_plain_copy_leaves_what_it_is_unsure_of_to_the_general_walk() -> None:
