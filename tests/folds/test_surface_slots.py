@@ -229,3 +229,20 @@ def test_fold_work_is_linear_in_the_log(shape: str) -> None:
     for name, (half, full) in lines.items():
         assert full <= 300, f"{name}: {full:.0f} lines per replacement"
         assert full <= 1.1 * half, f"{name}: {half:.0f} lines per replacement, then {full:.0f}"
+
+
+def test_a_state_is_equal_hashed_and_shown_by_its_three_vectors_not_its_node_cache() -> None:
+    log = SessionLog.empty().append("user/message", user(0)["data"], time=0, surface_op=APPEND)
+    state = log.surface
+    plain = SurfaceState(state.slots, state.slot_of, state.replacements)  # no cache
+    assert state.nodes == pvector([0]) and state._nodes is not None
+    assert plain._nodes is None
+    assert state == plain and state.__ne__(plain) is False and hash(state) == hash(plain)
+    assert (
+        repr(state)
+        == repr(plain)
+        == ("SurfaceState(slots=pvector([0]), slot_of=pvector([0]), replacements=pvector([]))")
+    )
+    assert state != SurfaceState() and state.__eq__(state.to_fold()) is NotImplemented
+    with pytest.raises(AttributeError):
+        state.slots = pvector()  # type: ignore[misc]
