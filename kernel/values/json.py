@@ -680,6 +680,7 @@ def _plain_copy(value: dict[str, Any] | list[Any], depth: int) -> Any:
                 return _UNSURE
         return copy
     copy = list(value)
+    # The dict loop's checks again, in line, so that no member costs a call.
     for index, child in enumerate(copy):
         kind = type(child)
         if kind is str:
