@@ -223,6 +223,8 @@ class SurfaceState(msgspec.Struct, frozen=True, gc=False):
     # `nodes`, once built: extended by appends, dropped by a replace (rebuilt on use).
     _nodes: PVector[int] | None = None
 
+    # Equality, hash and repr by `_key()`, as `Event` has them; spelled out in the class
+    # body, where mypy reads them as this class's own (a shared helper types as another's).
     def _key(self) -> tuple[Any, ...]:
         return (self.slots, self.slot_of, self.replacements)
 
