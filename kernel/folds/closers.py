@@ -8,8 +8,8 @@ texts. The scan reads the log, not the surface, and never a clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from operator import attrgetter
+from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter, countOf
 from typing import Any, Final
 
 from kernel.errors import EventShapeError, InvalidEnvelope, KernelError, MessageShapeError
@@ -270,9 +270,10 @@ def _closers(
     return tuple(out)
 
 
-def _events(events: Iterable[Event]) -> list[Event]:
-    log = list(iter_events(events))
-    if set(map(type, log)) <= {Event}:  # the common case, checked in C
+def _events(events: Iterable[Event]) -> Sequence[Event]:
+    """`events` as a sequence (a plain tuple or list as it is), each item an `Event`."""
+    log = events if type(events) is tuple or type(events) is list else list(iter_events(events))
+    if countOf(map(type, log), Event) == len(log):  # the common case, counted in C
         return log
     for index, event in enumerate(log):
         if type(event) is not Event:
@@ -282,7 +283,7 @@ def _events(events: Iterable[Event]) -> list[Event]:
     return log
 
 
-def _checked(log: list[Event], index: int) -> Event:
+def _checked(log: Sequence[Event], index: int) -> Event:
     """`log[index]` through `check_event`, naming its index when it is ill-typed."""
     event = log[index]
     try:
@@ -292,7 +293,7 @@ def _checked(log: list[Event], index: int) -> Event:
         return check_event(event, f"event at index {index}", index)
 
 
-def _scan_start(log: list[Event]) -> int | None:
+def _scan_start(log: Sequence[Event]) -> int | None:
     """Where the closer scan must start: the index of the last `turn/start` or `turn/end`
     (0 when there is none); None when the scan from there is sure to find nothing.
 
@@ -314,7 +315,7 @@ def _scan_start(log: list[Event]) -> int | None:
     return 0 if watched else None
 
 
-def _never_in_a_turn(log: list[Event]) -> bool:
+def _never_in_a_turn(log: Sequence[Event]) -> bool:
     """True when every type is a non-empty string and none is one the scan watches.
 
     Then no turn was ever open and the closers are `()`, whatever else the events

@@ -456,6 +456,18 @@ def test_non_events_are_refused() -> None:
         interrupted_turn_closers([{"type": "turn/start"}])  # type: ignore[list-item]
 
 
+def test_a_non_event_before_the_last_turn_is_refused_in_a_tuple_a_list_or_an_iterator() -> None:
+    # The scan reads only the last turn; the item check covers the whole log.
+    turn = [
+        Event("turn/start", 1, 0, {"turn": 1}),
+        Event("turn/end", 2, 0, {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+    for log in ([None, *turn], (None, *turn), iter([None, *turn])):
+        with pytest.raises(InvalidEnvelope, match="item at index 0 is a NoneType") as info:
+            interrupted_turn_closers(log)  # type: ignore[arg-type]
+        assert info.value.index == 0
+
+
 def user_messages(n: int) -> Log:
     log = Log()
     for i in range(n):
