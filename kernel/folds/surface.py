@@ -130,8 +130,8 @@ class AdmittedEvents(LoadedEvents):
         return (tuple, (tuple(self),))
 
 
-def positions_of_type(types: tuple[str, ...], event_type: str) -> tuple[int, ...]:
-    """Where `event_type` is in `types`: `tuple.index` from each one found, in C, comparing
+def positions_of_type(types: Sequence[str], event_type: str) -> tuple[int, ...]:
+    """Where `event_type` is in `types`: `index` from each one found, in C, comparing
     by identity first (the load's types are interned).
 
     >>> positions_of_type(("a", "b", "a"), "a")

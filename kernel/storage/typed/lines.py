@@ -605,7 +605,7 @@ def plan_events(
     """
     if session_id is not None and header["id"] != session_id:
         return None
-    types = tuple(map(_TYPE, events))
+    types = [event.type for event in events]  # on 3.11 faster than `map` over `attrgetter`
     present = set(types)
     if normalize and STEERING_MESSAGE in present:
         return None
