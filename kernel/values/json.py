@@ -680,7 +680,8 @@ def _plain_copy(value: dict[str, Any] | list[Any], depth: int) -> Any:
                 return _UNSURE
         return copy
     copy = list(value)
-    # The dict loop's checks again, in line, so that no member costs a call.
+    # The dict loop's checks again, in line: no member costs a call, and one loop over a
+    # dict's items or a list's indices (keys checked apart) made `event_from_json` 5% slower.
     for index, child in enumerate(copy):
         kind = type(child)
         if kind is str:
