@@ -482,8 +482,12 @@ def test_closers_a_log_that_never_opened_a_turn_is_answered_from_its_types() -> 
     # Only the types are read (the closers answer a turnless log from its types) ...
     log.events[1] = msgspec.structs.replace(log.events[1], time=math.inf)
     assert interrupted_turn_closers(log.events) == ()
+
     # ... and a type that is not a non-empty string is refused, naming its index.
-    for bad in (5, "", ["turn/start"]):
+    class Text(str):
+        pass
+
+    for bad in (5, "", ["turn/start"], Text("user/message")):
         log.events[2] = msgspec.structs.replace(log.events[2], type=bad)
         with pytest.raises(InvalidEnvelope, match=r"^event at index 2 \(seq 2\): type ") as caught:
             interrupted_turn_closers(log.events)
