@@ -42,6 +42,7 @@ _SIXTEEN_DIGITS = b"0" * 16
 """Any integer beyond ±(2**53 - 1) is spelled with 16 or more digits in a row; mapping every
 digit to 0 and searching for sixteen 0s finds such a run in two C loops (a regex is 8x slower)."""
 _FLOAT_SHAPE = b"0\0"
+_INDEX_KEY_END = b'0":'
 _ZERO, _QUOTE, _KEY_OPENERS = ord("0"), ord('"'), b"{,"
 
 
@@ -212,7 +213,7 @@ _PLAIN_ONLY = (
 )
 
 
-def encode_record_bytes(value: Any, read_from: tuple[bytes, bytes] | None = None) -> bytes:
+def encode_record_bytes(value: Any, read_from: tuple[bytes, bytes | None] | None = None) -> bytes:
     """`encode_json_bytes` of a value that holds JSON values only (an admitted event's wire
     object, a chunk row), found from orjson's bytes instead of a walk of the value.
 
@@ -239,31 +240,35 @@ def encode_record_bytes(value: Any, read_from: tuple[bytes, bytes] | None = None
 def _spelled_alike(text: bytes, shapes: bytes | None = None) -> bool:
     """True when orjson's `text` has no float, no integer of 16+ digits and no all-digit key.
 
-    `shapes` is `text` read through `_DIGITS_AS_ZERO`, when the caller has it.
+    `shapes`, when the caller has it, is `text` read through `_DIGITS_AS_ZERO` and known
+    to hold no run of sixteen digits (`parse_json_shaped` looked for one).
     """
-    if shapes is None:
-        shapes = text.translate(_DIGITS_AS_ZERO)
     # `find`, not `in`: `bytes.__contains__` first tries its argument as an int and
     # formats the TypeError it then clears, which costs more than the search.
-    if shapes.find(_FLOAT_SHAPE) >= 0 or shapes.find(_SIXTEEN_DIGITS) >= 0:
+    if shapes is None:
+        shapes = text.translate(_DIGITS_AS_ZERO)
+        if shapes.find(_SIXTEEN_DIGITS) >= 0:
+            return False
+    if shapes.find(_FLOAT_SHAPE) >= 0:
         return False
-    return not _has_index_key(shapes)
+    at = shapes.find(_INDEX_KEY_END)
+    return at < 0 or not _has_index_key(shapes, at)
 
 
-def _has_index_key(shapes: bytes) -> bool:
-    """Whether `shapes` holds a member whose key is all digits (`{"00":` or `,"0":`).
+def _has_index_key(shapes: bytes, at: int) -> bool:
+    """Whether `shapes` holds a member whose key is all digits (`{"00":` or `,"0":`), from
+    the first `0":` on, at `at`.
 
     Each `0":` is followed back over its zeros (a key is short, and `"seq0":` or
     `"time0":` stop at the first letter), where a regex would try every byte.
     """
-    at = shapes.find(b'0":')
     while at >= 0:
         start = at
         while start > 0 and shapes[start - 1] == _ZERO:
             start -= 1
         if start >= 2 and shapes[start - 1] == _QUOTE and shapes[start - 2] in _KEY_OPENERS:
             return True
-        at = shapes.find(b'0":', at + 3)
+        at = shapes.find(_INDEX_KEY_END, at + 3)
     return False
 
 
@@ -371,16 +376,18 @@ def parse_json(data: bytes | str, *, deep: bool = False) -> Any:
     return value
 
 
-def parse_json_shaped(data: bytes) -> tuple[Any, bytes]:
+def parse_json_shaped(data: bytes) -> tuple[Any, bytes | None]:
     """`parse_json(data)`, and `data` with every digit read as `0` (what `encode_record_bytes`
-    looks for in a text: one pass over the bytes serves both)."""
+    looks for in a text: one pass over the bytes serves both), or None in its place when
+    `data` holds a run of sixteen digits (the shapes then say no; see `_spelled_alike`)."""
     shapes = data.translate(_DIGITS_AS_ZERO)
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return parse_json(data), shapes
-    if shapes.find(_SIXTEEN_DIGITS) >= 0:  # see `_spelled_alike`
-        value = _unsafe_ints_as_doubles(value)
+        value = parse_json(data)
+        return value, None if shapes.find(_SIXTEEN_DIGITS) >= 0 else shapes
+    if shapes.find(_SIXTEEN_DIGITS) >= 0:
+        return _unsafe_ints_as_doubles(value), None
     return value, shapes
 
 

@@ -275,7 +275,7 @@ may touch the surface, and whether `_payload_view` makes the payload's view (an 
 payload or an assistant message)."""
 
 
-def loaded_wire(event: Event) -> tuple[dict[str, Any], tuple[bytes, bytes] | None] | None:
+def loaded_wire(event: Event) -> tuple[dict[str, Any], tuple[bytes, bytes | None] | None] | None:
     """The wire object of an event a load read and nobody changed, parsed afresh from
     what the load kept, and the line it was parsed from with its shapes (for
     `kernel.wire.jsontext.encode_record_bytes`); None for any other event.
@@ -327,7 +327,7 @@ def loaded_member_lines(records: Sequence[Any], start: int) -> list[bytes] | Non
 
 def _line_wire(
     event: Event, source: _StoredLine
-) -> tuple[dict[str, Any], tuple[bytes, bytes]] | None:
+) -> tuple[dict[str, Any], tuple[bytes, bytes | None]] | None:
     if type(event.ignorable) is not bool:
         return None
     line = source.line
