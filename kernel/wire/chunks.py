@@ -299,13 +299,22 @@ def pack_chunk_rows(
         run.clear()
 
     loaded = isinstance(log, LoadedEvents)  # the loader's own events are well typed
+    # The facts last read, by index: `_stands_alone` reads the item after a loaded row,
+    # which the loop then reads again (a stored line's facts cost a decode).
+    last_read: list[Any] = [-1, None]
 
     def facts(index: int) -> tuple[Event | Mapping[str, Any], _Member | None]:
+        if index == last_read[0]:
+            found: tuple[Event | Mapping[str, Any], _Member | None] = last_read[1]
+            return found
         item = log[index]
         if isinstance(item, Mapping):
-            return item, _wire_member(item)
-        event = item if loaded else _checked(item, index)
-        return event, _event_member(event)
+            found = item, _wire_member(item)
+        else:
+            event = item if loaded else _checked(item, index)
+            found = event, _event_member(event)
+        last_read[0], last_read[1] = index, found
+        return found
 
     index, size = 0, len(log)
     while index < size:
@@ -458,8 +467,9 @@ def _stands_alone(
     size: int,
 ) -> bool:
     """Whether a loaded row's members are a whole run: the run before them does not
-    continue into them, nor they into the item after them (which is read twice then;
-    an item that cannot be read is left to the member-by-member path to report)."""
+    continue into them, nor they into the item after them (`facts` keeps what it read of
+    that item for the loop; an item that cannot be read is left to the member-by-member
+    path to report)."""
     members, seq0, time0, key, dt, _ = row
     if run and _continues(run[-1][1], (seq0, time0, key, "")):
         return False
