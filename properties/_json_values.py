@@ -121,7 +121,7 @@ def _objects(
     min_size: int = 0,
     max_size: int = 4,
 ) -> st.SearchStrategy[dict[str, Any]]:
-    """Objects of `keys` (`json_keys` by default) to `values`, no two keys the same string
+    r"""Objects of `keys` (`json_keys` by default) to `values`, no two keys the same string
     once read as UTF-16 (`st.dictionaries` would give `{"🙂": 1, "\ud83d\ude42": 2}`, which
     is no JSON object: admission refuses it)."""
     members = st.tuples(json_keys() if keys is None else keys, values)
