@@ -360,17 +360,19 @@ class SurfaceState(msgspec.Struct, frozen=True, gc=False):
         if event_type == TOOL_RESULT:
             _check_rewrite(seq, data, shadowed, lookup, where)
         mutable = type(slots) is list
-        if i == j and not mutable:
-            slots = slots.set(i, seq)
+        if i == j:
+            if mutable:
+                slots[i] = seq
+            else:
+                slots = slots.set(i, seq)
         else:
             writes = {i: seq}
-            if i != j:
-                after = j + 1
-                if after < len(slots) and slots[after] < 0:
-                    after = ~slots[after]
-                writes[i + 1] = ~after  # even when it was emptied before, by a replace from i
-                for x in walked[1:]:
-                    writes[x] = ~after
+            after = j + 1
+            if after < len(slots) and slots[after] < 0:
+                after = ~slots[after]
+            writes[i + 1] = ~after  # even when it was emptied before, by a replace from i
+            for x in walked[1:]:
+                writes[x] = ~after
             for x, value in writes.items():
                 if mutable:
                     slots[x] = value
