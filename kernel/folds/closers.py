@@ -324,8 +324,8 @@ def _never_in_a_turn(log: Sequence[Event]) -> bool:
     subclass) answers False, and the checked walk names it.
     """
     # One pass that judges a type only when it is new: a log holds a few distinct
-    # types, so most events cost one lookup in a small set (about 60% of a loop to
-    # the first boundary followed by a set comprehension, on CPython 3.11).
+    # types, so most events cost one lookup in a small set (about 60% of a loop back
+    # to the last boundary followed by a set comprehension, on CPython 3.11).
     seen: set[str] = set()
     try:
         for event in reversed(log):
