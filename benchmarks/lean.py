@@ -1,14 +1,15 @@
 """Lean-process benchmarks: every measure in its own fresh interpreter, as a ratio to the decode.
 
     python3 benchmarks/lean.py                          # the default logs (below)
-    python3 benchmarks/lean.py --sizes 10000 100000 1000000 --compaction --adversarial
-    python3 benchmarks/lean.py --replacements 0 1000 10000 --sizes --adversarial
+    python3 benchmarks/lean.py --sizes 10000 100000 1000000 --dsh --compaction --adversarial
+    python3 benchmarks/lean.py --replacements 0 1000 10000 --sizes --dsh --adversarial
     python3 benchmarks/lean.py --json figures.json --timeout 300
 
-The parent builds each log once (realistic logs of `--sizes` events, the
-compaction-heavy log of `--compaction` events at each `--replacements` rate
-per 100k events, adversarial logs of N appends then N replacements for each
-`--adversarial` N), writes it with `write_jsonl` and `write_jsonl_zstd` into a
+The parent builds each log once (realistic logs of `--sizes` events, the same
+generator in DSH's agent-loop order for each `--dsh` size, the compaction-heavy
+log of `--compaction` events at each `--replacements` rate per 100k events,
+adversarial logs of N appends then N replacements for each `--adversarial` N),
+writes it with `write_jsonl` and `write_jsonl_zstd` into a
 temporary directory, then starts one worker process per measure
 (`lean.py --worker MEASURE FILE`). The worker reads the file's bytes, does the
 measure's set-up untimed, runs the measured work `--repeat` times with the
@@ -535,6 +536,9 @@ def _log_builders(args: argparse.Namespace) -> list[tuple[str, Callable[[], list
     builders: list[tuple[str, Callable[[], list[Any]]]] = []
     for size in args.sizes:
         builders.append((f"realistic {_size_label(size)}", partial(realistic_log, size, size)))
+    for size in args.dsh:
+        build = partial(realistic_log, size, size, shape="dsh")
+        builders.append((f"dsh-realistic {_size_label(size)}", build))
     for size in args.compaction:
         for rate in args.replacements:
             name = f"compaction-heavy {_size_label(size)} ({rate} repl./100k)"
@@ -768,6 +772,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--worker", nargs=2, metavar=("MEASURE", "FILE"), help=argparse.SUPPRESS)
     parser.add_argument("--dry", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--dsh", type=int, nargs="*", default=[100_000])
     parser.add_argument("--compaction", type=int, nargs="*", default=[100_000])
     parser.add_argument("--replacements", type=int, nargs="+", default=[950])
     parser.add_argument("--adversarial", type=int, nargs="*", default=[1000, 8000])

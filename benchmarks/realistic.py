@@ -5,6 +5,13 @@ step a request header when it changes, a streamed answer (text and tool-call
 delta runs that pack into chunk rows), the assistant message citing its chunks,
 tool calls and results; now and then a compaction between turns. Deterministic
 for a given seed; no Hypothesis, so it scales to millions of events.
+
+Two orders (`shape`): `"loose"`, the log the reference was measured on (the prompt
+written between `turn/start` and the first `step/start`, a compaction one replacing
+`user/message`), and `"dsh"`, DSH's agent-loop order (docs/format/properties.md): the
+first step claims the prompt right after its `step/start`, and a compaction is four
+records back to back, `compaction/start`, `compaction/summary`, the checkpoint
+`user/message` citing `[start, summary, *shadowed]`, `compaction/end`.
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ("LogWriter", "realistic_log", "write_step")
+__all__ = ("SHAPES", "LogWriter", "realistic_log", "write_step")
+
+SHAPES = ("loose", "dsh")
 
 WORDS = (
     "the file list shows three modules and a test suite that covers the parser and "
@@ -63,6 +72,41 @@ class LogWriter:
             surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
             sourceEventSeqs=shadowed,
         )
+
+    def compact_transaction(self, shadowed: list[int], turn: int, text: str) -> int:
+        """A compaction as DSH's loop writes it: start, summary, checkpoint and end.
+
+        `turn` is the last turn (compactions run between turns); the id is the start's
+        seq, unique in the log. Returns the checkpoint's seq.
+        """
+        compaction_id = f"compaction-{len(self.events)}"
+        start = self.add("compaction/start", {"compactionId": compaction_id, "turn": turn})
+        summary = self.add(
+            "compaction/summary",
+            {
+                "compactionId": compaction_id,
+                "summary": [{"type": "text", "text": text}],
+                "shadowedRange": {"start": shadowed[0], "end": shadowed[-1]},
+                "shadowedSeqs": list(shadowed),
+                "shadowedTokenCount": 40 * len(shadowed),
+                "provider": "deepseek",
+                "model": "deepseek-chat",
+            },
+        )
+        checkpoint = {
+            "id": f"checkpoint-{compaction_id}",
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "plugin", "plugin": "compact", "compactionId": compaction_id},
+        }
+        seq = self.add(
+            "user/message",
+            checkpoint,
+            surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
+            sourceEventSeqs=[start, summary, *shadowed],
+        )
+        self.add("compaction/end", {"compactionId": compaction_id, "turn": turn})
+        return seq
 
     def text(self, n: int) -> str:
         return " ".join(self.rng.choice(WORDS) for _ in range(n))
@@ -238,8 +282,12 @@ def write_step(
     w.add("step/end", {"turn": turn, "step": step})
 
 
-def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
-    """At least `n_events` wire events of whole turns (the last turn is closed)."""
+def realistic_log(n_events: int, seed: int = 0, *, shape: str = "loose") -> list[dict[str, Any]]:
+    """At least `n_events` wire events of whole turns (the last turn is closed), in the
+    order `shape` names (`SHAPES`)."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {SHAPES}, not {shape!r}")
+    dsh = shape == "dsh"
     w = LogWriter(seed)
     header_state: dict[str, Any] = {}
     turn = 0
@@ -247,7 +295,10 @@ def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
         turn += 1
         if turn % 40 == 0 and len(w.nodes) > 2:
             # Between turns every call is answered, so the whole surface is a balanced range.
-            w.compact(list(w.nodes), f"summary-{turn}", w.text(30))
+            if dsh:
+                w.compact_transaction(list(w.nodes), turn - 1, w.text(30))
+            else:
+                w.compact(list(w.nodes), f"summary-{turn}", w.text(30))
         w.add("turn/start", {"turn": turn})
         prompt = {
             "id": f"u-{turn}",
@@ -255,9 +306,15 @@ def realistic_log(n_events: int, seed: int = 0) -> list[dict[str, Any]]:
             "content": [{"type": "text", "text": w.text(12)}],
             "source": {"kind": "user"},
         }
-        w.add("user/message", prompt, surfaceOp="append")
+
+        def claim(turn: int, step: int, prompt: dict[str, Any] = prompt) -> None:
+            if step == 1:  # the first step claims the user's message
+                w.add("user/message", prompt, surfaceOp="append")
+
+        if not dsh:
+            w.add("user/message", prompt, surfaceOp="append")
         for step in range(1, w.rng.randint(1, 4) + 1):
-            write_step(w, turn, step, header_state)
+            write_step(w, turn, step, header_state, on_start=claim if dsh else None)
         if turn % 5 == 0:
             w.add("todo/write", {"todos": [{"content": w.text(4), "status": "pending"}]})
         w.add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from loop_order import dsh_order_problems
 
 from kernel import SessionLog, check_invariants, tool_pairing_cuts
 
@@ -22,7 +23,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 from lean import MEASURES  # noqa: E402
 from logs import adversarial_log, compaction_heavy_log, count_replacements  # noqa: E402
-from realistic import realistic_log  # noqa: E402
+from realistic import SHAPES, realistic_log  # noqa: E402
 
 
 def _admits(wire: list[dict[str, object]]) -> SessionLog:
@@ -56,14 +57,29 @@ def test_adversarial_log_is_n_appends_then_n_replacements() -> None:
     assert len(log.surface.nodes) > 200
 
 
-def test_realistic_log_admits() -> None:
-    _admits(realistic_log(3000, 1))
+@pytest.mark.parametrize("shape", SHAPES)
+def test_realistic_log_admits(shape: str) -> None:
+    _admits(realistic_log(5000, 1, shape=shape))
+
+
+def test_the_dsh_shaped_realistic_log_keeps_dshs_loop_order() -> None:
+    wire = realistic_log(5000, 1, shape="dsh")
+    assert dsh_order_problems(wire) == []
+    kinds = collections.Counter(e["type"] for e in wire)
+    assert kinds["compaction/start"] == kinds["compaction/summary"] == kinds["compaction/end"] >= 1
+    # The loose order, which the reference was measured on, is not DSH's.
+    assert dsh_order_problems(realistic_log(5000, 1))
+
+
+def test_an_unknown_realistic_shape_is_refused() -> None:
+    with pytest.raises(ValueError, match="shape must be one of"):
+        realistic_log(10, shape="tidy")
 
 
 @pytest.mark.slow
 def test_lean_harness_runs_every_measure_on_every_log(tmp_path: Path) -> None:
     figures = tmp_path / "figures.json"
-    command = [sys.executable, str(BENCHMARKS / "lean.py"), "--sizes", "2000"]
+    command = [sys.executable, str(BENCHMARKS / "lean.py"), "--sizes", "2000", "--dsh", "5000"]
     command += ["--compaction", "2000", "--adversarial", "100", "--repeat", "1"]
     command += ["--timeout", "600", "--verify", "--json", str(figures)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
@@ -71,6 +87,7 @@ def test_lean_harness_runs_every_measure_on_every_log(tmp_path: Path) -> None:
     report = json.loads(figures.read_text(encoding="utf-8"))
     assert [log["name"].split()[0] for log in report["logs"]] == [
         "realistic",
+        "dsh-realistic",
         "compaction-heavy",
         "adversarial",
     ]
