@@ -8,6 +8,7 @@ correctly spelled module must be clean.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,19 +86,25 @@ def test_mypy_strict_rejects_misspelled_event_types_and_payload_keys(tmp_path: P
         (tmp_path / name).write_text(PRELUDE + body)
     config = tmp_path / "mypy.ini"
     config.write_text(f"[mypy]\nmypy_path = {ROOT}\n")
-    stdout, stderr, _status = mypy_api.run(
-        [
-            "--strict",
-            "--config-file",
-            str(config),
-            "--cache-dir",
-            str(tmp_path / "cache"),
-            "--no-error-summary",
-            "--hide-error-context",
-            "--show-error-codes",
-            *(str(tmp_path / name) for name in EXPECTED),
-        ]
-    )
+    # mypy raises the interpreter's recursion limit for good; put it back so that no
+    # later test in this process runs under another limit.
+    limit = sys.getrecursionlimit()
+    try:
+        stdout, stderr, _status = mypy_api.run(
+            [
+                "--strict",
+                "--config-file",
+                str(config),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--no-error-summary",
+                "--hide-error-context",
+                "--show-error-codes",
+                *(str(tmp_path / name) for name in EXPECTED),
+            ]
+        )
+    finally:
+        sys.setrecursionlimit(limit)
     assert stderr == ""
     errors = re.findall(r"^(.*?\.py):(\d+): error: (.*)  \[([\w-]+)\]$", stdout, re.MULTILINE)
     offset = PRELUDE.count("\n")
