@@ -1,4 +1,5 @@
-"""An independent spelling of JSON text as JavaScript's `JSON.stringify` writes it.
+"""An independent spelling of JSON text as JavaScript's `JSON.stringify` writes it, and a
+reading of it as `JSON.parse` reads its numbers.
 
 The byte-exact writer law (P43a) compares the kernel's `write_jsonl` with this
 module, written straight from docs/format/persistence.md §2.4 and sharing no code with
@@ -8,10 +9,11 @@ Internal to the kit.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ("stringify", "spell_number", "spell_string", "js_keys", "header_line")
+__all__ = ("stringify", "spell_number", "spell_string", "js_keys", "header_line", "js_parse")
 
 _SHORT = {
     0x08: "\\b",
@@ -125,3 +127,19 @@ def header_line(header: Mapping[str, Any]) -> str:
     if "agentPreset" in header:
         line["agentPreset"] = header["agentPreset"]
     return stringify(line)
+
+
+def _js_integer(literal: str) -> int | float:
+    value = int(literal)
+    return value if -_MAX_SAFE <= value <= _MAX_SAFE else float(literal)
+
+
+def js_parse(text: str | bytes) -> Any:
+    """JSON text read as `JSON.parse` reads it: numbers are doubles, so an integer literal
+    beyond ±(2**53 - 1) is the nearest double (Python's `json` keeps it an exact int, which
+    then differs from the double `JSON.stringify` spelled that way).
+
+    >>> js_parse("38404956155902950") == 3.840495615590295e16
+    True
+    """
+    return json.loads(text, parse_int=_js_integer)

@@ -62,3 +62,14 @@ def test_p36_sqlite_round_trips_a_top_level_double_with_sixteen_digits(tmp_path:
         assert store.load("a", now=0).events[0].data == 1234567890123456.5
     finally:
         store.close()
+
+
+def test_p43a_a_line_with_an_integral_double_beyond_the_safe_range_parses_back() -> None:
+    # Found by law_byte_exact_writer (P43a) in the deep profile. The writer rightly spells
+    # 3.840495615590295e16 "38404956155902950", as JSON.stringify does; the law read the
+    # line back with Python's json, whose int 38404956155902950 is not that double
+    # (38404956155902952), where a JavaScript reader gets the double itself.
+    from properties import laws
+
+    event = {"type": "session/title", "seq": 0, "time": 1, "data": 3.840495615590295e16}
+    laws.law_byte_exact_writer({"version": 0, "id": "sess-1", "createdAt": 0}, [event], False)

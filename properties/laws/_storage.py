@@ -23,7 +23,7 @@ from kernel.wire.chunks import pack_chunk_rows
 from kernel.wire.codec import event_to_json, event_to_wire, header_to_json
 from kernel.wire.jsontext import encode_json_bytes
 from properties._report import check, violated
-from properties._spelling import header_line, stringify
+from properties._spelling import header_line, js_parse, stringify
 from properties.laws._common import as_events, as_wire, same_json
 from properties.laws._implementation import KERNEL, Implementation
 
@@ -555,7 +555,7 @@ def law_byte_exact_writer(header: Mapping[str, Any], log: Any, pack: bool = True
             expected=exp_lines[first] if first < len(exp_lines) else None,
         )
     for line, record in zip(text.split("\n")[1:], records, strict=False):
-        parsed = json.loads(line)
+        parsed = js_parse(line)
         original = by_seq[record.seq] if isinstance(record, Event) else thaw(record)
         check(
             same_json(parsed, original),
