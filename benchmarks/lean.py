@@ -9,15 +9,14 @@ The parent builds each log once (realistic logs of `--sizes` events, the same
 generator in DSH's agent-loop order for each `--dsh` size, the compaction-heavy
 log of `--compaction` events at each `--replacements` rate per 100k events,
 adversarial logs of N appends then N replacements for each `--adversarial` N),
-writes it with `write_jsonl` and `write_jsonl_zstd` into a
-temporary directory, then starts one worker process per measure
-(`lean.py --worker MEASURE FILE`). The worker reads the file's bytes, does the
-measure's set-up untimed, runs the measured work `--repeat` times with the
-cyclic collector in its default state (a `gc.collect()` before each run, the
-previous run's result dropped first) and prints one JSON line per run; the
-parent keeps the best. The decode floor (`orjson.loads` of every line) runs in
-the same kind of worker, so both sides pay the same small heap. The folds,
-seed and restore each run on a log loaded afresh in the worker before every
+writes it with `write_jsonl` and `write_jsonl_zstd` into a temporary directory,
+then starts one worker process per measure (`lean.py --worker MEASURE FILE`). The
+worker reads the file's bytes, does the measure's set-up untimed, runs the measured
+work `--repeat` times with the cyclic collector in its default state (a
+`gc.collect()` before each run, the previous run's result dropped first) and prints
+one JSON line per run; the parent keeps the best. The decode floor (`orjson.loads`
+of every line) runs in the same kind of worker, so both sides pay the same small
+heap. The folds, seed and restore each run on a log loaded afresh in the worker before every
 run (its own `load_jsonl`, untimed). A worker past `--timeout` seconds is
 killed and its completed runs are kept; when `load_jsonl` does not finish
 all its runs, the measures that need a loaded log are skipped. The writes
