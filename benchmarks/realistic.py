@@ -58,19 +58,31 @@ class LogWriter:
                 self.nodes[i : j + 1] = [seq]
         return seq
 
-    def compact(self, shadowed: list[int], mid: str, text: str) -> int:
-        """A compaction summary (`user/message`) replacing the nodes `shadowed`, citing them."""
+    def compact(
+        self,
+        shadowed: list[int],
+        mid: str,
+        text: str,
+        *,
+        cites: list[int] | None = None,
+        compaction_id: str | None = None,
+    ) -> int:
+        """A compaction summary (`user/message`) replacing the nodes `shadowed`, citing
+        `cites` (the shadowed nodes by default); a DSH checkpoint names its `compaction_id`."""
+        source = {"kind": "plugin", "plugin": "compact"}
+        if compaction_id is not None:
+            source["compactionId"] = compaction_id
         summary = {
             "id": mid,
             "role": "user",
             "content": [{"type": "text", "text": text}],
-            "source": {"kind": "plugin", "plugin": "compact"},
+            "source": source,
         }
         return self.add(
             "user/message",
             summary,
             surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
-            sourceEventSeqs=shadowed,
+            sourceEventSeqs=shadowed if cites is None else cites,
         )
 
     def compact_transaction(self, shadowed: list[int], turn: int, text: str) -> int:
@@ -93,17 +105,12 @@ class LogWriter:
                 "model": "deepseek-chat",
             },
         )
-        checkpoint = {
-            "id": f"checkpoint-{compaction_id}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "plugin", "plugin": "compact", "compactionId": compaction_id},
-        }
-        seq = self.add(
-            "user/message",
-            checkpoint,
-            surfaceOp={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
-            sourceEventSeqs=[start, summary, *shadowed],
+        seq = self.compact(
+            shadowed,
+            f"checkpoint-{compaction_id}",
+            text,
+            cites=[start, summary, *shadowed],
+            compaction_id=compaction_id,
         )
         self.add("compaction/end", {"compactionId": compaction_id, "turn": turn})
         return seq
