@@ -16,10 +16,10 @@ work `--repeat` times with the cyclic collector in its default state (a
 `gc.collect()` before each run, the previous run's result dropped first) and prints
 one JSON line per run; the parent keeps the best. The decode floor (`orjson.loads`
 of every line) runs in the same kind of worker, so both sides pay the same small
-heap. The folds, seed and restore each run on a log loaded afresh in the worker before every
-run (its own `load_jsonl`, untimed). A worker past `--timeout` seconds is
-killed and its completed runs are kept; when `load_jsonl` does not finish
-all its runs, the measures that need a loaded log are skipped. The writes
+heap. The folds, seed and restore each run on a log loaded afresh in the worker
+before every run (its own `load_jsonl`, untimed). A worker past `--timeout`
+seconds is killed and its completed runs are kept; when `load_jsonl` does not
+finish all its runs, the measures that need a loaded log are skipped. The writes
 (`write_jsonl` packed and plain, `write_jsonl_zstd`) write the header and
 events of a log loaded afresh the same way. Each run of a measure other than
 `append` and `memory` also reports the most resident memory it added
