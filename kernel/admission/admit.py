@@ -7,7 +7,7 @@ pipeline lives in `SessionLog.append`, built from the same rule functions.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kernel.admission.envelope import (
     are_safe_seqs,
@@ -126,6 +126,59 @@ def admit_parsed(value: Any, where: str) -> Any:
         return value._raw
     if t is not dict and t is not list:
         return _parsed_scalar(value, where)
+    copy = _parsed_copy(value, 0)
+    return _walked_copy(value, where) if copy is None else copy
+
+
+_PARSED_DEPTH: Final = 16
+
+
+def _parsed_copy(value: dict[str, Any] | list[Any], depth: int) -> Any:
+    """`admit_parsed`'s copy of a value a parser gives, by recursion, or None.
+
+    The common payload (a few levels of dicts and lists of strings, numbers, booleans
+    and nulls, no NaN) is copied by recursion, as `kernel.values.json.admit_plain`
+    copies for R1, at about a third of the cost of the walk. Anything else (deeper, so
+    perhaps a cycle; a frozen view; a value to refuse) answers None, and the walk
+    decides from the start.
+    """
+    if depth > _PARSED_DEPTH:
+        return None
+    if type(value) is dict:
+        copy: Any = value.copy()
+        for key, child in copy.items():
+            if type(key) is not str:
+                return None
+            kind = type(child)
+            if kind is dict or kind is list:
+                child = _parsed_copy(child, depth + 1)
+                if child is None:
+                    return None
+                copy[key] = child
+            elif kind is float:
+                if child != child:  # NaN is not equal to itself
+                    return None
+            elif kind not in _PARSED_SCALARS:
+                return None
+        return copy
+    copy = list(value)
+    for index, child in enumerate(copy):
+        kind = type(child)
+        if kind is dict or kind is list:
+            child = _parsed_copy(child, depth + 1)
+            if child is None:
+                return None
+            copy[index] = child
+        elif kind is float:
+            if child != child:
+                return None
+        elif kind not in _PARSED_SCALARS:
+            return None
+    return copy
+
+
+def _walked_copy(value: dict[str, Any] | list[Any], where: str) -> Any:
+    """`admit_parsed` of a container, by the general walk."""
     # Walked as `admit_json` walks: one frame per open container (the copy, and the next
     # index of a list copied whole, or the items iterator of a dict filled member by
     # member); a cycle is caught by Brent's method, against the open containers at
@@ -233,8 +286,9 @@ def admit_wire_event(
     else:
         plain = obj
         if type(obj) is dict and not parsed:
-            if not all(type(key) is str for key in obj):  # a parser gives only str keys
-                raise InvalidEnvelope(f"{where}: envelope keys must be plain strings (R2)")
+            for key in obj:
+                if type(key) is not str:  # a parser gives only str keys
+                    raise InvalidEnvelope(f"{where}: envelope keys must be plain strings (R2)")
             data = obj.get("data")
             if type(data) is dict or type(data) is list:
                 plain = {**obj, "data": admit_parsed(data, where)}

@@ -25,6 +25,7 @@ __all__ = (
     "FrozenArray",
     "JsonValue",
     "admit_json",
+    "admit_plain",
     "freeze",
     "view",
     "lazy_view",
@@ -640,6 +641,23 @@ def admit_json(value: Any) -> Any:
         value = value._raw
     copy = _plain_copy(value, 0)
     return _admitted_container(value) if copy is _UNSURE else copy
+
+
+def admit_plain(value: dict[str, Any] | list[Any]) -> dict[str, Any] | list[Any] | None:
+    """`admit_json(value)` of a plain container in the common shape, or None where
+    `admit_json` must decide (and may refuse).
+
+    The common shape is a few levels of dicts and lists of ASCII strings, safe
+    integers, booleans and nulls; for a caller that falls back to `admit_json`
+    when the answer is None.
+
+    >>> admit_plain({"turn": 1, "text": "hi"})
+    {'turn': 1, 'text': 'hi'}
+    >>> admit_plain({"x": 1.5}) is None
+    True
+    """
+    copy = _plain_copy(value, 0)
+    return None if copy is _UNSURE else copy
 
 
 _CONTAINERS: Final = frozenset({dict, list, FrozenObject, FrozenArray})

@@ -39,7 +39,9 @@ from kernel.errors import (
     SurfaceMarkerError,
 )
 from kernel.values.events import (
+    APPEND,
     LIVE_ORDER,
+    ROW_TAGS,
     Append,
     Event,
     Replace,
@@ -51,6 +53,7 @@ from kernel.values.json import (
     FrozenArray,
     FrozenObject,
     admit_json,
+    admit_plain,
     summary,
     thaw,
     view,
@@ -86,7 +89,10 @@ _ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {LIVE_ORDER: LIVE_ORDER}
 
 def interned_order(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """The member order of a wire object, shared with every other event of that order."""
-    order = tuple(obj)
+    return _interned(tuple(obj))
+
+
+def _interned(order: tuple[str, ...]) -> tuple[str, ...]:
     return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
 
 
@@ -152,10 +158,57 @@ def event_from_json(obj: Any) -> Event:
     >>> event_from_json({"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}).seq
     0
     """
+    event = _common_event(obj)
+    if event is not None:
+        return event
     admitted = admit_json(obj)
     if type(admitted) is not dict:
         raise InvalidEnvelope("an event must be a JSON object (R2)")
     return event_from_wire(admitted, "event", lossless=True)
+
+
+def _common_event(obj: Any) -> Event | None:
+    """`event_from_json(obj)` of a wire dict in the common shape, or None for any other.
+
+    The common shape: string keys, the four required members valid as they are (an
+    ASCII type that is no row tag, safe integer seq and time, a payload object
+    `admit_plain` copies) and at most `"surfaceOp": "append"` besides. Nothing in
+    such an envelope can fail R1 or R2, so only the payload is copied, where the
+    general path copies the whole object and then reads its envelope again.
+    Anything else is left to the general path, which raises its own errors.
+    """
+    if obj.__class__ is not dict:
+        return None
+    size = len(obj)
+    if size != 4 and size != 5:  # the required members, and a marker
+        return None
+    order = tuple(obj)
+    for key in order:
+        if key.__class__ is not str:  # `get` finds a str subclass key, which R1 refuses
+            return None
+    op = None
+    if size == 5:
+        op = obj.get("surfaceOp")
+        if op.__class__ is not str or op != "append":
+            return None
+        op = APPEND
+    event_type, seq, time, data = obj.get("type"), obj.get("seq"), obj.get("time"), obj.get("data")
+    if not (
+        event_type.__class__ is str
+        and event_type
+        and event_type.isascii()
+        and event_type not in ROW_TAGS
+        and seq.__class__ is int
+        and 0 <= seq <= MAX_SAFE_INTEGER
+        and time.__class__ is int
+        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+        and data.__class__ is dict
+    ):
+        return None
+    copy = admit_plain(data)
+    if copy is None:
+        return None
+    return Event(event_type, seq, time, FrozenObject(copy, True), op, None, False, _interned(order))
 
 
 def surface_op_wire(op: Any) -> Any:
