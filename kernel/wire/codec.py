@@ -172,26 +172,37 @@ def _common_event(obj: Any) -> Event | None:
 
     The common shape: string keys, the four required members valid as they are (an
     ASCII type that is no row tag, safe integer seq and time, a payload object
-    `admit_plain` copies) and at most `"surfaceOp": "append"` besides. Nothing in
-    such an envelope can fail R1 or R2, so only the payload is copied, where the
-    general path copies the whole object and then reads its envelope again.
-    Anything else is left to the general path, which raises its own errors.
+    `admit_plain` copies) and at most `"surfaceOp": "append"` and a list of seqs as
+    `sourceEventSeqs` besides. Nothing in such an envelope can fail R1 or R2, so only
+    the payload is copied, where the general path copies the whole object and then
+    reads its envelope again. Anything else is left to the general path, which raises
+    its own errors.
     """
     if obj.__class__ is not dict:
         return None
     size = len(obj)
-    if size != 4 and size != 5:  # the required members, and a marker
+    if size < 4 or size > 6:  # the required members, a marker and citations
         return None
     order = tuple(obj)
     for key in order:
         if key.__class__ is not str:  # `get` finds a str subclass key, which R1 refuses
             return None
-    op = None
-    if size == 5:
-        op = obj.get("surfaceOp")
-        if op.__class__ is not str or op != "append":
+    op = sources = None
+    if size > 4:
+        found = 4
+        if "surfaceOp" in obj:
+            op = obj["surfaceOp"]
+            if op.__class__ is not str or op != "append":
+                return None
+            op = APPEND
+            found += 1
+        if "sourceEventSeqs" in obj:
+            cited = obj["sourceEventSeqs"]
+            if cited.__class__ is not list or not are_safe_seqs(sources := tuple(cited)):
+                return None
+            found += 1
+        if found != size:
             return None
-        op = APPEND
     event_type, seq, time, data = obj.get("type"), obj.get("seq"), obj.get("time"), obj.get("data")
     if not (
         event_type.__class__ is str
@@ -208,7 +219,9 @@ def _common_event(obj: Any) -> Event | None:
     copy = admit_plain(data)
     if copy is None:
         return None
-    return Event(event_type, seq, time, FrozenObject(copy, True), op, None, False, _interned(order))
+    return Event(
+        event_type, seq, time, FrozenObject(copy, True), op, sources, False, _interned(order)
+    )
 
 
 def surface_op_wire(op: Any) -> Any:

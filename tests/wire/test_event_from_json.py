@@ -81,7 +81,12 @@ _OPTIONAL = {
         ["append", "Append", _Key("append"), None, {"op": "replace", "start": 0, "end": 0}]
     ),
     "ignorable": st.sampled_from([True, False, None]),
-    "sourceEventSeqs": st.sampled_from([[0], [], None, [[0, 2]]]),
+    "sourceEventSeqs": st.one_of(
+        st.lists(st.integers(0, MAX), max_size=3),
+        st.sampled_from(
+            [None, [[0, 2]], (1,), [-1], [True], [MAX + 1], [1.0], [1, "2"], [_Key("1")]]
+        ),
+    ),
     "extra": gen.json_values(max_leaves=2),
 }
 
@@ -98,7 +103,7 @@ _PLAIN_DATA = st.dictionaries(
     ),
     max_size=4,
 )
-_KEYS = st.sampled_from(["type", "seq", "time", "data", "surfaceOp"])
+_KEYS = st.sampled_from(["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"])
 _CHANGES: dict[str, st.SearchStrategy[Any]] = {
     "type": _TYPES,
     "seq": _SEQS,
@@ -134,6 +139,8 @@ def _near_common(draw: st.DrawFn, what: str) -> Any:
     }
     if draw(st.booleans()):
         obj["surfaceOp"] = "append"
+    if draw(st.booleans()):
+        obj["sourceEventSeqs"] = draw(st.lists(st.integers(0, MAX), max_size=3))
     _changed(obj, what, draw(_CHANGES[what]))
     if draw(st.integers(0, 3)) == 0:
         more = draw(st.sampled_from(sorted(_CHANGES)))
@@ -172,6 +179,16 @@ def test_an_appended_message_takes_the_common_shape() -> None:
     event = _common_event(wire)
     assert event is not None and event.surface_op is APPEND
     assert event == _general(wire)
+
+
+def test_a_cited_message_takes_the_common_shape() -> None:
+    wire = _with(surfaceOp="append", sourceEventSeqs=[3, 4, 5])
+    event = _common_event(wire)
+    assert event is not None and event.source_event_seqs == (3, 4, 5)
+    assert _outcome(event_from_json, wire) == _outcome(_general, wire)
+    assert event.wire_order == ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs")
+    wire["sourceEventSeqs"].append(6)
+    assert event.source_event_seqs == (3, 4, 5)
 
 
 def test_the_event_owns_its_payload() -> None:
@@ -221,7 +238,16 @@ _OTHER_SHAPES = {
     "a replace marker": _with(surfaceOp={"op": "replace", "start": 0, "end": 0}),
     "a misspelled marker": _with(surfaceOp="Append"),
     "a str subclass marker": _with(surfaceOp=_Key("append")),
-    "citations": _with(surfaceOp="append", sourceEventSeqs=[1]),
+    "citations in a tuple": _with(surfaceOp="append", sourceEventSeqs=(1,)),
+    "a negative citation": _with(surfaceOp="append", sourceEventSeqs=[-1]),
+    "a bool citation": _with(surfaceOp="append", sourceEventSeqs=[True]),
+    "a float citation": _with(surfaceOp="append", sourceEventSeqs=[1.0]),
+    "an unsafe citation": _with(surfaceOp="append", sourceEventSeqs=[MAX + 1]),
+    "ranged citations": _with(surfaceOp="append", sourceEventSeqs=[[0, 2]]),
+    "null citations": _with(surfaceOp="append", sourceEventSeqs=None),
+    "a marker, citations and one more member": _with(
+        surfaceOp="append", sourceEventSeqs=[1], extra=1
+    ),
     "ignorable": _with(ignorable=True),
     "ignorable false": _with(ignorable=False),
 }
