@@ -89,10 +89,7 @@ _ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {LIVE_ORDER: LIVE_ORDER}
 
 def interned_order(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """The member order of a wire object, shared with every other event of that order."""
-    return _interned(tuple(obj))
-
-
-def _interned(order: tuple[str, ...]) -> tuple[str, ...]:
+    order = tuple(obj)
     return _ORDERS.setdefault(order, order) if len(_ORDERS) < 256 else order
 
 
@@ -183,8 +180,7 @@ def _common_event(obj: Any) -> Event | None:
     size = len(obj)
     if size < 4 or size > 6:  # the required members, a marker and citations
         return None
-    order = tuple(obj)
-    for key in order:
+    for key in obj:
         if key.__class__ is not str:  # `get` finds a str subclass key, which R1 refuses
             return None
     op = sources = None
@@ -220,7 +216,7 @@ def _common_event(obj: Any) -> Event | None:
     if copy is None:
         return None
     return Event(
-        event_type, seq, time, FrozenObject(copy, True), op, sources, False, _interned(order)
+        event_type, seq, time, FrozenObject(copy, True), op, sources, False, interned_order(obj)
     )
 
 
