@@ -175,41 +175,41 @@ def _common_event(obj: Any) -> Event | None:
     reads its envelope again. Anything else is left to the general path, which raises
     its own errors.
     """
-    if obj.__class__ is not dict:
+    if type(obj) is not dict:
         return None
     size = len(obj)
     if size < 4 or size > 6:  # the required members, a marker and citations
         return None
     for key in obj:
-        if key.__class__ is not str:  # `get` finds a str subclass key, which R1 refuses
+        if type(key) is not str:  # `get` finds a str subclass key, which R1 refuses
             return None
     op = sources = None
     if size > 4:
         found = 4
         if "surfaceOp" in obj:
             op = obj["surfaceOp"]
-            if op.__class__ is not str or op != "append":
+            if type(op) is not str or op != "append":
                 return None
             op = APPEND
             found += 1
         if "sourceEventSeqs" in obj:
             cited = obj["sourceEventSeqs"]
-            if cited.__class__ is not list or not are_safe_seqs(sources := tuple(cited)):
+            if type(cited) is not list or not are_safe_seqs(sources := tuple(cited)):
                 return None
             found += 1
         if found != size:
             return None
     event_type, seq, time, data = obj.get("type"), obj.get("seq"), obj.get("time"), obj.get("data")
     if not (
-        event_type.__class__ is str
+        type(event_type) is str
         and event_type
         and event_type.isascii()
         and event_type not in ROW_TAGS
-        and seq.__class__ is int
+        and type(seq) is int
         and 0 <= seq <= MAX_SAFE_INTEGER
-        and time.__class__ is int
+        and type(time) is int
         and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-        and data.__class__ is dict
+        and type(data) is dict
     ):
         return None
     copy = admit_plain(data)

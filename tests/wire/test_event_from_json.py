@@ -211,6 +211,12 @@ def _with(**changes: Any) -> dict[str, Any]:
     return wire
 
 
+class _ClaimsInt:
+    """A value whose `__class__` says `int`: only `type()` tells the truth."""
+
+    __class__ = property(lambda self: int)
+
+
 _DROP = object()
 _KEYED = _chunk()
 _KEYED[_Key("time")] = _KEYED.pop("time")
@@ -227,6 +233,8 @@ _OTHER_SHAPES = {
     "a tuple in the payload": _with(data={"turn": (1,)}),
     "a str subclass key in the payload": _with(data={_Key("turn"): 1}),
     "a bool seq": _with(seq=True),
+    "a seq whose class says int": _with(seq=_ClaimsInt()),
+    "a time whose class says int": _with(time=_ClaimsInt()),
     "a float seq": _with(seq=7.0),
     "a negative seq": _with(seq=-1),
     "an unsafe seq": _with(seq=MAX + 1),
