@@ -81,6 +81,25 @@ class Unprintable:
         raise RuntimeError("format of an Unprintable")
 
 
+class ClaimsInt:
+    """A value whose `__class__` says `int` (only `type()` tells the truth), and which
+    refuses to be compared."""
+
+    __class__ = property(lambda self: int)
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("compared a ClaimsInt")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    __hash__ = object.__hash__
+
+
+class ClaimsBool(ClaimsInt):
+    """A value whose `__class__` says `bool`."""
+
+    __class__ = property(lambda self: bool)
+
+
 def tampered(event: Event, **fields: Any) -> Event:
     """A copy of `event` with fields set to anything, past every check (the member-descriptor
     trick: msgspec structs are frozen only against `setattr`)."""
@@ -412,6 +431,9 @@ BAD_FIELDS: list[tuple[str, Any, type[KernelError]]] = [
     ("seq", -1, InvalidEnvelope),
     ("seq", Unprintable(), InvalidEnvelope),
     ("time", "1", InvalidEnvelope),
+    ("time", ClaimsInt(), InvalidEnvelope),
+    ("seq", ClaimsInt(), InvalidEnvelope),
+    ("ignorable", ClaimsBool(), InvalidEnvelope),
     ("time", math.inf, InvalidEnvelope),
     ("ignorable", 1, InvalidEnvelope),
     ("data", object(), NotLosslessJson),
@@ -439,6 +461,19 @@ def test_an_event_field_of_the_wrong_type_raises_that_fields_error(
     for fold in EVENT_FOLDS.values():
         with contextlib.suppress(KernelError):
             fold([event])
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("seq", ClaimsInt()), ("time", ClaimsInt()), ("ignorable", ClaimsBool())],
+    ids=["seq", "time", "ignorable"],
+)
+def test_seed_and_restore_refuse_a_field_that_claims_its_type(field: str, value: Any) -> None:
+    event = tampered(Event("turn/start", 0, 0, {"turn": 1}), **{field: value})
+    with pytest.raises(InvalidEnvelope):
+        SessionLog.seed([event], header=HEADER, now=0)
+    with pytest.raises(InvalidEnvelope):
+        SessionLog.restore([event], header=HEADER)
 
 
 def test_seed_refuses_an_event_with_a_wire_spelled_surface_op() -> None:

@@ -342,16 +342,17 @@ def admitted_as_it_is(item: Event, index: int, lossless_check: bool, vetted: set
     """
     event_type, seq, time = item.type, item.seq, item.time
     op, data = item.surface_op, item.data
-    if event_type.__class__ is not str or event_type not in vetted:
+    # `type()`, not `__class__`: a caller's value may claim any class.
+    if type(event_type) is not str or event_type not in vetted:
         if not _vetted_type(event_type, lossless_check):
             return False
         vetted.add(event_type)
     if not (
-        seq.__class__ is int
+        type(seq) is int
         and seq == index
-        and time.__class__ is int
+        and type(time) is int
         and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-        and item.ignorable.__class__ is bool
+        and type(item.ignorable) is bool
     ):
         return False
     if event_type in SURFACE_TYPES:
