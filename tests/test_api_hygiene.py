@@ -100,6 +100,12 @@ class ClaimsBool(ClaimsInt):
     __class__ = property(lambda self: bool)
 
 
+class ClaimsStr(ClaimsInt):
+    """A value whose `__class__` says `str`."""
+
+    __class__ = property(lambda self: str)
+
+
 def tampered(event: Event, **fields: Any) -> Event:
     """A copy of `event` with fields set to anything, past every check (the member-descriptor
     trick: msgspec structs are frozen only against `setattr`)."""
@@ -434,6 +440,7 @@ BAD_FIELDS: list[tuple[str, Any, type[KernelError]]] = [
     ("time", ClaimsInt(), InvalidEnvelope),
     ("seq", ClaimsInt(), InvalidEnvelope),
     ("ignorable", ClaimsBool(), InvalidEnvelope),
+    ("type", ClaimsStr(), InvalidEnvelope),
     ("time", math.inf, InvalidEnvelope),
     ("ignorable", 1, InvalidEnvelope),
     ("data", object(), NotLosslessJson),
@@ -446,7 +453,11 @@ BAD_FIELDS: list[tuple[str, Any, type[KernelError]]] = [
 ]
 
 
-@pytest.mark.parametrize(("field", "value", "error"), BAD_FIELDS)
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    BAD_FIELDS,
+    ids=[f"{field}-{type(value).__name__}" for field, value, _ in BAD_FIELDS],  # no repr
+)
 def test_an_event_field_of_the_wrong_type_raises_that_fields_error(
     field: str, value: Any, error: type[KernelError]
 ) -> None:
@@ -619,6 +630,9 @@ junk: st.SearchStrategy[Any] = st.recursive(
     max_leaves=6,
 )
 EVENT_FIELDS = ("type", "seq", "time", "data", "surface_op", "source_event_seqs", "ignorable")
+claims = st.sampled_from([ClaimsInt, ClaimsBool, ClaimsStr]).map(lambda claim: claim())
+"""A field value whose `__class__` names the type the field holds (an event's fields are
+checked with `type()`)."""
 
 
 @st.composite
@@ -628,7 +642,7 @@ def events(draw: st.DrawFn) -> Any:
         return draw(junk)
     event = draw(st.sampled_from(POOL))
     if draw(st.booleans()):
-        event = tampered(event, **{draw(st.sampled_from(EVENT_FIELDS)): draw(junk)})
+        event = tampered(event, **{draw(st.sampled_from(EVENT_FIELDS)): draw(junk | claims)})
     return event
 
 

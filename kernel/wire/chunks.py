@@ -319,7 +319,7 @@ def pack_chunk_rows(
     index, size = 0, len(log)
     while index < size:
         item = log[index]
-        if item.__class__ is Event:
+        if type(item) is Event:
             kind = item.type
             if kind is ASSISTANT_CHUNK:
                 row = None if bounded else loaded_row(log, index)
@@ -328,7 +328,7 @@ def pack_chunk_rows(
                     out.append(_row_of(*row[1:]))
                     index += row[0]
                     continue
-            elif kind.__class__ is str and kind != ASSISTANT_CHUNK:  # never packs (§7.2)
+            elif type(kind) is str and kind != ASSISTANT_CHUNK:  # never packs (§7.2)
                 out_of_run = item if loaded else _checked(item, index)
                 if run:
                     close_run()
@@ -397,7 +397,7 @@ def loaded_row(log: Sequence[Any], start: int) -> LoadedRow | None:
     """
     first = log[start]
     data = first.data
-    if data.__class__ is not FrozenObject or data._member != 0:
+    if type(data) is not FrozenObject or data._member != 0:
         return None
     source = data._value
     chunk_run = getattr(source, "chunk_run", None)
@@ -409,7 +409,7 @@ def loaded_row(log: Sequence[Any], start: int) -> LoadedRow | None:
     if (
         size < MIN_RUN
         or start + size > len(log)
-        or seq0.__class__ is not int
+        or type(seq0) is not int
         or not 0 <= seq0 <= MAX_SAFE_INTEGER - size + 1
     ):
         return None
@@ -419,8 +419,8 @@ def loaded_row(log: Sequence[Any], start: int) -> LoadedRow | None:
     for k, event in enumerate(members):
         data = event.data
         if not (
-            event.__class__ is Event
-            and data.__class__ is FrozenObject
+            type(event) is Event
+            and type(data) is FrozenObject
             and data._value is source
             and data._member == k
             and event.seq == seq0 + k
@@ -439,10 +439,10 @@ def is_plain_chunk(event: Event) -> bool:
     """
     seq, time, kind = event.seq, event.time, event.type
     return (
-        (kind is ASSISTANT_CHUNK or (kind.__class__ is str and kind == ASSISTANT_CHUNK))
-        and seq.__class__ is int
+        (kind is ASSISTANT_CHUNK or (type(kind) is str and kind == ASSISTANT_CHUNK))
+        and type(seq) is int
         and 0 <= seq <= MAX_SAFE_INTEGER
-        and time.__class__ is int
+        and type(time) is int
         and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
         and event.surface_op is None
         and event.source_event_seqs is None
