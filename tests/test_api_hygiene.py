@@ -476,8 +476,13 @@ def test_an_event_field_of_the_wrong_type_raises_that_fields_error(
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("seq", ClaimsInt()), ("time", ClaimsInt()), ("ignorable", ClaimsBool())],
-    ids=["seq", "time", "ignorable"],
+    [
+        ("seq", ClaimsInt()),
+        ("time", ClaimsInt()),
+        ("ignorable", ClaimsBool()),
+        ("type", ClaimsStr()),
+    ],
+    ids=["seq", "time", "ignorable", "type"],
 )
 def test_seed_and_restore_refuse_a_field_that_claims_its_type(field: str, value: Any) -> None:
     event = tampered(Event("turn/start", 0, 0, {"turn": 1}), **{field: value})

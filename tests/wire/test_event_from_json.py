@@ -20,7 +20,7 @@ MAX = MAX_SAFE_INTEGER
 
 
 class _Key(str):
-    """A str subclass: equal to the key it spells, so it passes a key-set test."""
+    """A str subclass: equal to the key it spells, so a lookup finds it; R1 refuses it."""
 
 
 def _general(obj: Any) -> Event:
