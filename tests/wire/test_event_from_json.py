@@ -41,7 +41,7 @@ def _outcome(build: Any, obj: Any) -> tuple[Any, ...]:
         event,
         event.wire_order,
         type(event.surface_op),
-        event.data.__class__,
+        type(event.data),
         getattr(event.data, "_lossless", None),
     )
 
