@@ -99,7 +99,7 @@ def _admit_header(header: SessionHeader | Mapping[str, Any] | None) -> SessionHe
 
 def _admit_surface_op(op: Any, where: str) -> Any:
     """R1 on a caller-given surface op: `APPEND`/`Replace` pass, a wire spelling is snapshotted."""
-    if op is None or isinstance(op, (Append, Replace)):
+    if op is None or type(op) is Append or type(op) is Replace:  # type(): never what op claims
         return op
     try:
         return admit_json(op)
@@ -111,9 +111,9 @@ def _admit_surface_op(op: Any, where: str) -> Any:
 
 def _parse_surface_op(op: Any, where: str) -> Any:
     """R5 (value) and R6 on an admitted caller surface op."""
-    if isinstance(op, Append):
+    if type(op) is Append:
         return APPEND
-    if isinstance(op, Replace):
+    if type(op) is Replace:
         start, end = safe_int(op.start), safe_int(op.end)
         if start is None or end is None or start < 0 or end < 0:
             raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(op)} (R6)")

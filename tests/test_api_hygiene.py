@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import msgspec
 import pytest
 from hypothesis import given
@@ -45,8 +46,10 @@ from kernel import (
     SessionLog,
     SurfaceMarkerError,
     UnsupportedFormat,
+    projections,
 )
 from kernel.folds.pairing import is_safe_compaction_range
+from kernel.store.batch import check_batch
 from kernel.store.sqlite import SqliteStore
 from kernel.values.json import json_equal
 from kernel.wire.codec import check_event
@@ -104,6 +107,21 @@ class ClaimsStr(ClaimsInt):
     """A value whose `__class__` says `str`."""
 
     __class__ = property(lambda self: str)
+
+
+def claiming(cls: type, items: tuple[Any, ...] | None = None) -> Any:
+    """An object whose `__class__` says `cls` and that has none of its behaviour; iterable
+    over `items` when they are given. Passed as a whole argument, it must be taken for
+    what `type()` says it is (Hypothesis shows how it was built, not its repr)."""
+    namespace: dict[str, Any] = {"__class__": property(lambda self: cls)}
+    if items is not None:
+        namespace["__iter__"] = lambda self: iter(items)
+    return type(f"Claims{cls.__name__}", (), namespace)()
+
+
+CLAIMED = (tuple, list, dict, str, bytes, int, SessionLog, Event, SessionHeader, Replace)
+"""The classes a whole argument may claim in the fuzz below: each is one the kernel asks of
+some argument."""
 
 
 def tampered(event: Event, **fields: Any) -> Event:
@@ -430,6 +448,28 @@ def test_events_that_are_not_iterable_are_a_kernel_error(name: str) -> None:
         EVENT_FOLDS[name](None)
 
 
+@pytest.mark.parametrize("claimed", [tuple, list, SessionLog], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("name", sorted(EVENT_FOLDS))
+def test_events_that_claim_a_class_are_taken_for_what_they_are(name: str, claimed: type) -> None:
+    fold = EVENT_FOLDS[name]
+    with pytest.raises(InvalidEnvelope, match="events must be an iterable of Event"):
+        fold(claiming(claimed))
+    liar = claiming(claimed, POOL[:6])  # iterable, so taken as the iterable it is
+    try:
+        expected: Any = fold(list(POOL[:6]))
+    except KernelError as error:
+        with pytest.raises(type(error)) as info:
+            fold(liar)
+        assert str(info.value) == str(error)
+    else:
+        assert compared(fold(liar)) == compared(expected)
+
+
+def compared(answer: Any) -> Any:
+    """What to compare of an answer: a `SessionLog` compares by identity, so its fields."""
+    return attrs.asdict(answer, recurse=False) if type(answer) is SessionLog else answer
+
+
 BAD_FIELDS: list[tuple[str, Any, type[KernelError]]] = [
     ("type", None, InvalidEnvelope),
     ("type", ["turn/start"], InvalidEnvelope),
@@ -614,6 +654,8 @@ junk_scalars = (
     | st.builds(huge, st.sampled_from([1, -1]))
     | st.builds(long_digits)
     | st.builds(Unprintable)
+    | st.builds(claiming, st.sampled_from(CLAIMED))
+    | st.builds(claiming, st.sampled_from(CLAIMED), st.just(POOL[:3]))
     | st.integers()
     | st.text(max_size=4)
 )
@@ -710,6 +752,15 @@ def zstd_logs(draw: st.DrawFn) -> bytes:
     return data[:at] + bytes([draw(st.integers(0, 255))]) + data[at + 1 :]
 
 
+RESPONSE_KEYS = ("id", "type", "role", "content", "choices", "message", "delta", "index")
+responses = st.dictionaries(st.sampled_from(RESPONSE_KEYS), junk, max_size=4) | junk
+"""A provider's response or stream item: some of the keys it has, holding junk; or junk."""
+response_places = st.fixed_dictionaries(
+    {"turn": st.just(1) | junk, "step": st.just(1) | junk, "message_id": st.just("m") | junk},
+    optional={"provider": junk},
+)
+histories = st.builds(lambda log: tuple(kernel.derive_messages(log)), st.just(POOL)) | junk
+"""The derived messages of the pool's log, or junk."""
 ENTRY_POINTS: dict[str, Callable[[st.DataObject], object]] = {
     "Event": lambda d: Event(*(d.draw(junk) for _ in EVENT_FIELDS)),
     "event_from_json": lambda d: kernel.event_from_json(
@@ -751,6 +802,9 @@ ENTRY_POINTS: dict[str, Callable[[st.DataObject], object]] = {
         source_event_seqs=d.draw(st.none() | junk),
         ignorable=d.draw(junk),
     ),
+    "check_batch": lambda d: check_batch(  # next_seq is the store's own count
+        d.draw(event_lists()), d.draw(st.none() | st.integers(0, 20))
+    ),
     "fold_surface": lambda d: kernel.fold_surface(d.draw(event_lists())),
     "project_message": lambda d: kernel.project_message(d.draw(events())),
     "derive_messages": lambda d: kernel.derive_messages(d.draw(event_lists())),
@@ -785,6 +839,39 @@ ENTRY_POINTS: dict[str, Callable[[st.DataObject], object]] = {
     "fold_todos": lambda d: kernel.fold_todos(d.draw(event_lists())),
     "fork_prefix": lambda d: kernel.fork_prefix(d.draw(event_lists()), d.draw(st.none() | junk)),
     "last_end_seed": lambda d: kernel.last_end_seed(d.draw(event_lists())),
+    "acp_content": lambda d: projections.acp_content(d.draw(junk)),
+    "acp_updates": lambda d: projections.acp_updates(
+        d.draw(event_lists()),
+        session_id=d.draw(st.just("s") | junk),
+        view=d.draw(st.sampled_from(["transcript", "surface"]) | junk),
+    ),
+    "AcpState.step": lambda d: d.draw(
+        st.sampled_from([projections.AcpState.live, projections.AcpState.replay])
+    )(d.draw(st.just("s") | junk)).step(d.draw(events())),
+    "anthropic_request": lambda d: projections.anthropic_request(
+        d.draw(event_lists()),
+        images=d.draw(st.none() | junk),
+        max_tokens=d.draw(st.just(4096) | junk),
+    ),
+    "openai_request": lambda d: projections.openai_request(
+        d.draw(event_lists()), images=d.draw(st.none() | junk)
+    ),
+    "anthropic_response_events": lambda d: projections.anthropic_response_events(
+        d.draw(responses), **d.draw(response_places)
+    ),
+    "openai_response_events": lambda d: projections.openai_response_events(
+        d.draw(responses), **d.draw(response_places)
+    ),
+    "anthropic_stream_events": lambda d: projections.anthropic_stream_events(
+        d.draw(st.lists(responses, max_size=4) | junk), **d.draw(response_places)
+    ),
+    "openai_stream_events": lambda d: projections.openai_stream_events(
+        d.draw(st.lists(responses, max_size=4) | junk), **d.draw(response_places)
+    ),
+    "paired_history": lambda d: projections.paired_history(d.draw(histories)),
+    "anthropic_tool_ids": lambda d: projections.anthropic_tool_ids(d.draw(histories)),
+    "openai_tool_ids": lambda d: projections.openai_tool_ids(d.draw(histories)),
+    "tool_kind": lambda d: projections.tool_kind(d.draw(junk)),
     "freeze": lambda d: kernel.freeze(d.draw(junk)),
     "thaw": lambda d: kernel.thaw(d.draw(junk)),
     "FrozenObject": lambda d: kernel.FrozenObject(d.draw(junk)),
@@ -850,6 +937,92 @@ def test_store_constructors_name_a_bad_argument(tmp_path: Path) -> None:
             attempt()
     with pytest.raises(StoreError):
         SqliteStore(tmp_path / "missing-dir" / "x.db")
+
+
+class _FspathOfAnInt:
+    def __fspath__(self) -> Any:
+        return 5
+
+
+CLAIMING_ARGUMENTS: dict[str, tuple[Callable[[], object], type[KernelError]]] = {
+    "JsonlStore root": (
+        lambda: __import__("kernel.store").store.JsonlStore(claiming(str)),
+        KernelError,
+    ),
+    "SqliteStore path": (lambda: SqliteStore(claiming(Path)), KernelError),
+    "a path whose __fspath__ is an int": (lambda: SqliteStore(_FspathOfAnInt()), KernelError),
+    "append surface_op": (
+        lambda: SessionLog.empty().append("x/y", {}, time=0, surface_op=claiming(Replace)),
+        NotLosslessJson,
+    ),
+    "canonical_header": (lambda: kernel.canonical_header(claiming(dict)), RequestHeaderShapeError),
+    "headers_equal": (lambda: kernel.headers_equal(claiming(dict), {}), RequestHeaderShapeError),
+    "load_jsonl": (lambda: kernel.load_jsonl(claiming(bytearray), now=0), CorruptLog),
+    "tool_kind": (lambda: projections.tool_kind(claiming(str)), projections.ProjectionError),
+    "openai_stream_events": (
+        lambda: projections.openai_stream_events(claiming(list), turn=1, step=1, message_id="m"),
+        KernelError,
+    ),
+    "openai_tool_ids": (lambda: projections.openai_tool_ids(claiming(tuple)), KernelError),
+    "paired_history": (lambda: projections.paired_history(claiming(list)), KernelError),
+}
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+@pytest.mark.parametrize("value", [Unprintable(), DEEP, HUGE], ids=["unprintable", "deep", "huge"])
+def test_a_store_describes_a_bad_session_id_or_seq(tmp_path: Path, kind: str, value: Any) -> None:
+    from kernel.store import JsonlStore, open_session
+
+    store = JsonlStore(tmp_path) if kind == "jsonl" else SqliteStore(tmp_path / "s.db")
+    store.create(HEADER)
+    store.append("s", POOL[:1])
+    with pytest.raises(KernelError):
+        store.read_from("s", value)
+    with pytest.raises(KernelError):
+        store.load(value, now=2)
+    with pytest.raises(KernelError):
+        open_session(store, value, now=2)
+    with pytest.raises(KernelError):
+        store.append(value, POOL[:1])
+    with pytest.raises(KernelError):
+        store.create({**HEADER, "id": value})
+    if isinstance(store, SqliteStore):
+        store.close()
+
+
+@pytest.mark.parametrize("name", sorted(CLAIMING_ARGUMENTS))
+def test_an_argument_that_claims_a_class_is_refused(name: str) -> None:
+    call, error = CLAIMING_ARGUMENTS[name]
+    with pytest.raises(error):
+        call()
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        claiming(tuple),
+        [claiming(Event)],
+        [tampered(POOL[0], type=ClaimsStr())],
+        [tampered(POOL[2], surface_op=claiming(Replace))],
+        [tampered(POOL[2], surface_op=Replace(ClaimsInt(), 0))],
+        [tampered(POOL[2], surface_op=Unprintable())],
+        [tampered(POOL[2], surface_op=Replace(DEEP, 0))],
+        [tampered(POOL[2], surface_op=Replace(HUGE, 0))],
+    ],
+    ids=["batch", "event", "type", "surface_op", "replace_start", "unprintable", "deep", "huge"],
+)
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_store_refuses_a_batch_that_claims_a_class(tmp_path: Path, kind: str, batch: Any) -> None:
+    from kernel.store import JsonlStore
+
+    store = JsonlStore(tmp_path) if kind == "jsonl" else SqliteStore(tmp_path / "s.db")
+    store.create(HEADER)
+    with pytest.raises(KernelError):
+        store.append("s", batch)
+    store.append("s", POOL[:1])  # the refused batch left nothing behind
+    assert store.load("s", now=2).events[0] == POOL[0]
+    if isinstance(store, SqliteStore):
+        store.close()
 
 
 def test_load_jsonl_names_a_bad_known_types_argument() -> None:

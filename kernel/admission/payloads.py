@@ -67,6 +67,8 @@ def _positive(value: Any) -> bool:
 
 def check_legacy_type(event_type: Any, where: str) -> None:
     """R3: retired event types."""
+    if type(event_type) is not str:  # not a retired type (R2 refuses it), maybe not even comparable
+        return
     if event_type == "request/header-delta":
         raise LegacyFormat(f"{where}: unsupported legacy request/header-delta format (R3)")
     if event_type == "mode/set":
@@ -76,13 +78,18 @@ def check_legacy_type(event_type: Any, where: str) -> None:
 def check_legacy_reason(event_type: Any, data: Any, where: str) -> None:
     """R3: a `request/header` with the retired reason `fallback`."""
     data = raw(data)
-    if event_type == REQUEST_HEADER and type(data) is dict and data.get("reason") == "fallback":
+    if (
+        type(event_type) is str
+        and event_type == REQUEST_HEADER
+        and type(data) is dict
+        and data.get("reason") == "fallback"
+    ):
         raise LegacyFormat(f"{where}: unsupported legacy request/header reason fallback (R3)")
 
 
 def check_legacy(obj: Any, where: str) -> None:
     """R3 over a wire event object (or an `Event`)."""
-    if isinstance(obj, Mapping):
+    if issubclass(type(obj), Mapping):
         event_type, data = obj.get("type"), obj.get("data")
     else:
         event_type, data = getattr(obj, "type", None), getattr(obj, "data", None)

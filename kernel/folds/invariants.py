@@ -416,7 +416,7 @@ def _violations(log: Sequence[Event]) -> Iterator[tuple[Violation, ...]]:
     """
     last, open_turn, open_step, next_turn, next_step = -1, None, None, 1, 1
     pending: set[str] = set()
-    loaded = isinstance(log, LoadedEvents)
+    loaded = issubclass(type(log), LoadedEvents)
     nothing = object()
     passed: object = nothing  # the payload source of the last chunk passed over since a step
     chunk, frozen_object, result = ASSISTANT_CHUNK, FrozenObject, TOOL_RESULT

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 
@@ -65,7 +65,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _canonical(header: Any, where: str, seq: int | None = None) -> FrozenObject:
-    if not isinstance(header, Mapping):
+    if not issubclass(type(header), Mapping):
         raise RequestHeaderShapeError(
             f"{where}: a request header must be a JSON object (R11)", seq=seq
         )
@@ -73,7 +73,7 @@ def _canonical(header: Any, where: str, seq: int | None = None) -> FrozenObject:
     if "config" in header:
         out["config"] = header["config"]
     defaults = header.get("adapterDefaults")
-    if isinstance(defaults, Mapping) and any(defaults.get(m) is True for m in _MARKERS):
+    if issubclass(type(defaults), Mapping) and any(defaults.get(m) is True for m in _MARKERS):
         out["adapterDefaults"] = defaults
     if "system" in header:
         system = header["system"]
@@ -128,7 +128,7 @@ def _kind_name(value: Any) -> str:
     value = raw(value)
     if value is None:
         return "null"
-    if isinstance(value, Mapping):
+    if issubclass(type(value), Mapping):
         return "an object"
     if type(value) is list:
         return "an array"
@@ -163,7 +163,7 @@ def call_config_equals(a: Any, b: Any) -> bool:
     ...                    {"provider": "p", "temperature": 1})
     True
     """
-    if not isinstance(a, Mapping) or not isinstance(b, Mapping):
+    if not issubclass(type(a), Mapping) or not issubclass(type(b), Mapping):
         raise RequestHeaderShapeError("call config: both configs must be JSON objects (R11a)")
     _stops_comparable(a, b, "call config")
     return _configs_equal(a, b)
@@ -171,8 +171,8 @@ def call_config_equals(a: Any, b: Any) -> bool:
 
 def _marker(header: Mapping[str, Any], name: str) -> Any:
     defaults = header.get("adapterDefaults")
-    if isinstance(defaults, Mapping):
-        return defaults.get(name, _ABSENT)
+    if issubclass(type(defaults), Mapping):
+        return cast("Mapping[str, Any]", defaults).get(name, _ABSENT)
     return _ABSENT  # absent, null, or not an object: nothing is stored under the name
 
 
@@ -188,12 +188,12 @@ def _tool_list(header: Mapping[str, Any], side: str) -> Any:
 
 
 def _config_of(header: Any, side: str) -> Mapping[str, Any]:
-    if not isinstance(header, Mapping):
+    if not issubclass(type(header), Mapping):
         raise RequestHeaderShapeError(f"header {side}: a request header must be a JSON object")
     config = header.get("config")
-    if not isinstance(config, Mapping):
+    if not issubclass(type(config), Mapping):
         raise RequestHeaderShapeError(f"header {side}: config must be a JSON object (R11a)")
-    return config
+    return cast("Mapping[str, Any]", config)
 
 
 def headers_equal(a: Any, b: Any) -> bool:
@@ -236,7 +236,7 @@ def _json_kind(value: Any) -> str:
         return "number"
     if t is list:
         return "array"
-    if isinstance(value, Mapping):
+    if issubclass(type(value), Mapping):
         return "object"
     raise RequestHeaderShapeError(f"tool schema: {t.__name__} is not a JSON value")
 
@@ -289,7 +289,7 @@ def ordered_json_equal(a: Any, b: Any) -> bool:
 def _snapshot(event: Event) -> FrozenObject:
     where = f"event seq {event.seq}"
     data = event.data
-    if not isinstance(data, Mapping) or "header" not in data:
+    if not issubclass(type(data), Mapping) or "header" not in data:
         raise RequestHeaderShapeError(
             f"{where}: request/header data must be an object with a header (R11a)", seq=event.seq
         )

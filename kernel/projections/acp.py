@@ -95,6 +95,8 @@ _USAGE_KEYS: Final = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWr
 
 def tool_kind(name: str) -> str:
     """The ACP `ToolKind` shown for a tool name (`TOOL_KINDS`, else `other`)."""
+    if type(name) is not str:
+        raise ProjectionError(f"a tool name must be a string, not {summary(name)}")
     return TOOL_KINDS.get(name.lower(), "other")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import orjson
 
@@ -59,9 +59,9 @@ def admitted(events: Iterable[Event] | SessionLog) -> SessionLog:
     Raises the `KernelError` of the first event admission refuses, before anything is
     projected: a projection is of a whole admitted log or of nothing.
     """
-    if isinstance(events, SessionLog):
-        return events
-    return SessionLog.restore(events)
+    if issubclass(type(events), SessionLog):  # type(): a value may claim any __class__
+        return cast(SessionLog, events)
+    return SessionLog.restore(cast("Iterable[Event]", events))
 
 
 def degraded_text(block: Any) -> str:

@@ -89,7 +89,13 @@ def paired_history(messages: Iterable[Any]) -> tuple[Entry, ...]:
         answers.clear()
         deferred.clear()
 
-    for index, message in enumerate(messages):
+    try:
+        items = iter(messages)
+    except TypeError:
+        raise MessageShapeError(
+            f"the messages are not an iterable of derived messages: {summary(messages)} (R10)"
+        ) from None
+    for index, message in enumerate(items):
         message = raw(message)
         if (
             type(message) is not dict

@@ -60,7 +60,7 @@ def _header_and_history(
     events: Iterable[Event] | SessionLog, images: Images | None, who: str
 ) -> tuple[Any, tuple[Entry, ...], Images]:
     if images is not None and not (
-        isinstance(images, Mapping)
+        issubclass(type(images), Mapping)
         and all(type(k) is str and type(v) is str for k, v in images.items())
     ):
         raise ProjectionError(f"{who}: images must map attachment ids to URL strings")
@@ -204,8 +204,14 @@ def _one_to_one(
 ) -> dict[str, str]:
     """Each tool call id of a history -> itself when `accepted`, else `rewrite(id)`, with
     a `_2`, `_3`, ... suffix until no other id of the history has taken it."""
-    ids = [c[0] for e in history if isinstance(e, AssistantEntry) for c in e.calls]
-    ids += [e.call_id for e in history if isinstance(e, ResultEntry)]
+    try:
+        entries = tuple(history)  # once: a generator would be spent by the first pass
+    except TypeError:
+        raise ProjectionError(
+            f"a history must be a sequence of entries: {summary(history)}"
+        ) from None
+    ids = [c[0] for e in entries if type(e) is AssistantEntry for c in e.calls]
+    ids += [e.call_id for e in entries if type(e) is ResultEntry]
     taken = {i for i in ids if accepted(i)}
     mapping = {i: i for i in taken}
     for original in ids:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, cast
 
 import attrs
 from pyrsistent import PMap, PVector, pmap, pvector
@@ -80,10 +80,10 @@ def _fail(who: str, path: str, problem: str) -> NoReturn:
 
 
 def _object(value: Any, who: str, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or not all(type(k) is str for k in value):
+    if not issubclass(type(value), Mapping) or not all(type(k) is str for k in value):
         hint = " (pass the SDK object's model_dump())" if hasattr(value, "model_dump") else ""
         _fail(who, path, f"is not a JSON object: {summary(value)}{hint}")
-    return value
+    return cast("Mapping[str, Any]", value)
 
 
 def _array(value: Any, who: str, path: str) -> Sequence[Any]:
@@ -515,7 +515,11 @@ class OpenAIStream:
 def _stream_events(state: OpenAIStream | AnthropicStream, chunks: Iterable[Any]) -> ResponseEvents:
     """A stream fold reduced: every chunk each step returned, then what `close()` adds."""
     out: list[AssistantChunkData] = []
-    for chunk in chunks:
+    try:
+        items = iter(chunks)
+    except TypeError:
+        _fail(state.assembly.who, "the stream", f"is not an iterable of objects: {summary(chunks)}")
+    for chunk in items:
         state, more = state.step(chunk)
         out.extend(more)
     closing = state.close()

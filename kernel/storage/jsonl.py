@@ -12,7 +12,7 @@ here as well.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 
@@ -204,7 +204,7 @@ def as_stored_bytes(data: Any) -> bytes:
     """The stored log as `bytes` (a bytearray or memoryview is copied); CorruptLog otherwise."""
     if type(data) is bytes:
         return data
-    if isinstance(data, (bytearray, memoryview)):
+    if issubclass(type(data), (bytearray, memoryview)):
         return bytes(data)
     raise CorruptLog(f"a stored log must be bytes, got {type(data).__name__}")
 
@@ -327,7 +327,11 @@ def write_records(
     if pack_chunks:
         records: tuple[Any, ...] = pack_chunk_rows(events)
     else:  # a tuple as it is: a loader's own (`LoadedEvents`) keeps the type that vouches for it
-        records = events if isinstance(events, tuple) else tuple(iter_events(events))
+        records = (
+            cast("tuple[Event, ...]", events)
+            if issubclass(type(events), tuple)
+            else tuple(iter_events(events))
+        )
     index, size = 0, len(records)
     while index < size:
         record = records[index]

@@ -28,12 +28,13 @@ from kernel.errors import (
     SurfaceMarkerError,
 )
 from kernel.values.events import DEFAULT_KNOWN_TYPES, Append, Event, Replace, SessionHeader
-from kernel.values.json import admit_json, canonical_text, safe_int
+from kernel.values.json import admit_json, canonical_text, safe_int, summary
 from kernel.wire.codec import (
     check_envelope,
     event_to_wire,
     header_from_json,
     header_to_json,
+    iter_events,
     parse_source_seqs,
 )
 
@@ -60,12 +61,13 @@ def check_batch(
     that seq with the stored log inside its transaction). `known_types` is the
     vocabulary the store's loader reads without `ignorable`.
     """
-    batch = tuple(e if not isinstance(e, Event) else _canonical_type(e) for e in events)
-    if next_seq is None and batch and isinstance(batch[0], Event):
+    # type(), not isinstance: a caller's value may claim any __class__
+    batch = tuple(_canonical_type(e) if type(e) is Event else e for e in iter_events(events))
+    if next_seq is None and batch and type(batch[0]) is Event:
         next_seq = batch[0].seq if type(batch[0].seq) is int else 0
     for index, event in enumerate(batch):
         where = f"batch event at index {index}"
-        if not isinstance(event, Event):
+        if type(event) is not Event:
             raise InvalidEnvelope(f"{where}: {type(event).__name__} is not an Event", index=index)
         check_legacy(event, where)
         try:
@@ -73,16 +75,16 @@ def check_batch(
         except NotLosslessJson as exc:
             raise NotLosslessJson(f"{where}: data {exc} (R1)", index=index) from None
         op = event.surface_op
-        if op is not None and not isinstance(op, (Append, Replace)):
-            raise SurfaceMarkerError(f"{where}: invalid surface_op {op!r} (R5)", index=index)
+        if op is not None and type(op) is not Append and type(op) is not Replace:
+            raise SurfaceMarkerError(f"{where}: invalid surface_op {summary(op)} (R5)", index=index)
         if type(event.ignorable) is not bool:
             raise InvalidEnvelope(f"{where}: ignorable must be a bool (R2)", index=index)
         check_envelope(event_to_wire(event), where)
         check_loadable(event.type, event.data, event.ignorable, known_types, where, index)
-        if isinstance(op, Replace):
+        if type(op) is Replace:
             start, end = safe_int(op.start), safe_int(op.end)
             if start is None or end is None or start < 0 or end < 0:
-                raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {op!r} (R6)")
+                raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(op)} (R6)")
         if event.source_event_seqs is not None:
             parse_source_seqs(list(event.source_event_seqs), where)
         expected = (next_seq or 0) + index

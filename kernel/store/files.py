@@ -31,9 +31,12 @@ FILE_MODE: Final = 0o600
 
 def store_path(path: object, name: str) -> str:
     """`path` as a file-system path string, or a `KernelError` naming the argument."""
-    if isinstance(path, str | os.PathLike):
-        spelled = os.fspath(path)
-        if isinstance(spelled, str) and spelled and "\x00" not in spelled:
+    if issubclass(type(path), str | os.PathLike):  # type(): a value may claim any __class__
+        try:
+            spelled = os.fspath(path)  # type: ignore[call-overload]
+        except TypeError:  # its __fspath__ gave neither str nor bytes
+            spelled = None
+        if type(spelled) is str and spelled and "\x00" not in spelled:
             return spelled
     raise StoreError(f"{name} must be a non-empty path (str or os.PathLike), not {summary(path)}")
 

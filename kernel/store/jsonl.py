@@ -58,7 +58,13 @@ from kernel.store.errors import (
     StoreLayoutError,
 )
 from kernel.store.files import store_path, write_new_file, write_quarantine
-from kernel.store.paths import PLAIN_NAME, ZSTD_NAME, project_dir_name, session_dir_name
+from kernel.store.paths import (
+    PLAIN_NAME,
+    ZSTD_NAME,
+    checked_session_id,
+    project_dir_name,
+    session_dir_name,
+)
 from kernel.store.results import (
     RepairReport,
     SessionListing,
@@ -66,7 +72,7 @@ from kernel.store.results import (
     UnreadableSession,
 )
 from kernel.values.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
-from kernel.values.json import safe_int
+from kernel.values.json import safe_int, summary
 from kernel.wire.codec import header_from_json
 from kernel.wire.legacy import normalize_events
 
@@ -543,7 +549,7 @@ class JsonlStore:
 
     def _locate(self, session_id: str) -> Path | None:
         """The file of a materialized session, found under any project directory."""
-        cached = self._paths.get(session_id)
+        cached = self._paths.get(checked_session_id(session_id))
         if cached is not None and cached.is_file():
             return cached
         segment = session_dir_name(session_id)
@@ -615,7 +621,7 @@ class JsonlStore:
         `known_types` that is not ignorable, an unanswerable tool call). The
         first non-empty append of a created session materializes its file.
         """
-        session_id = canonical_text(session_id)
+        session_id = canonical_text(checked_session_id(session_id))
         batch = check_batch(events, known_types=self.known_types)
         pending = self._pending.get(session_id)
         if pending is not None:
@@ -718,7 +724,7 @@ class JsonlStore:
 
     def inspect(self, session_id: str, *, now: int = 0) -> StoredSession:
         """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
-        session_id = canonical_text(session_id)
+        session_id = canonical_text(checked_session_id(session_id))
         path = self._path_of(session_id)
         data = _read_inside(self.root, path)
         loaded = self._plan(session_id, path, data, now)
@@ -735,7 +741,7 @@ class JsonlStore:
         report's `quarantine`); with the store's `strict_tail`, one that holds
         complete records after damage is refused (`CorruptLog`) instead.
         """
-        session_id = canonical_text(session_id)
+        session_id = canonical_text(checked_session_id(session_id))
         path = self._path_of(session_id)
         fd = _open_inside(self.root, path, os.O_RDWR)
         try:
@@ -780,8 +786,10 @@ class JsonlStore:
         """Stored events with `seq >= from_seq` from the valid prefix: no repair, no closers."""
         start = safe_int(from_seq)
         if start is None or start < 0 or type(from_seq) is bool:
-            raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
-        session_id = canonical_text(session_id)
+            raise StoreError(
+                f"from_seq must be a non-negative safe integer, got {summary(from_seq)}"
+            )
+        session_id = canonical_text(checked_session_id(session_id))
         path = self._path_of(session_id)
         data = _read_inside(self.root, path)
         if self.zstd:

@@ -23,6 +23,7 @@ from kernel.store.batch import admit_stored_header, canonical_text
 from kernel.store.errors import SessionNotFound, StoreError
 from kernel.store.results import RepairReport, StoredSession
 from kernel.values.events import END_SEED, REQUEST_HEADER, Event, SessionHeader
+from kernel.values.json import summary
 from kernel.values.payloads import (
     AssistantChunkData,
     AssistantMessageData,
@@ -87,7 +88,7 @@ def open_session(
     """
     session_id = canonical_text(session_id)
     if type(session_id) is not str:
-        raise StoreError(f"open_session: session_id must be a string, not {session_id!r}")
+        raise StoreError(f"open_session: session_id must be a string, not {summary(session_id)}")
     admitted = None if header is None else admit_stored_header(header)
     if admitted is not None and admitted.id != session_id:
         raise StoreError(

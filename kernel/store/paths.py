@@ -15,6 +15,7 @@ import hashlib
 from typing import Final
 
 from kernel.store.errors import StoreError
+from kernel.values.json import summary
 
 __all__ = (
     "NO_CWD_DIR",
@@ -24,6 +25,7 @@ __all__ = (
     "project_dir_name",
     "encode_segment",
     "session_dir_name",
+    "checked_session_id",
     "MAX_NAME_BYTES",
 )
 
@@ -76,9 +78,19 @@ def project_dir_name(cwd: str | None) -> str:
     return NO_CWD_DIR if cwd is None else project_key(cwd)
 
 
-def _segment_pieces(session_id: str) -> list[str]:
+def checked_session_id(session_id: object) -> str:
+    """`session_id` itself when it is a non-empty string, else the `StoreError` naming it.
+
+    >>> checked_session_id("demo")
+    'demo'
+    """
     if type(session_id) is not str or not session_id:
-        raise StoreError(f"a session id must be a non-empty string, got {session_id!r}")
+        raise StoreError(f"a session id must be a non-empty string, got {summary(session_id)}")
+    return session_id
+
+
+def _segment_pieces(session_id: str) -> list[str]:
+    checked_session_id(session_id)
     if session_id == ".":
         return ["~002E"]
     if session_id == "..":

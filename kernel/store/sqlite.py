@@ -65,6 +65,7 @@ from kernel.store.errors import (
     StoreError,
 )
 from kernel.store.files import fsync_dir, store_path, write_quarantine
+from kernel.store.paths import checked_session_id
 from kernel.store.results import (
     RepairReport,
     SessionListing,
@@ -72,7 +73,7 @@ from kernel.store.results import (
     UnreadableSession,
 )
 from kernel.values.events import DEFAULT_KNOWN_TYPES, Event, SessionHeader, known_type_set
-from kernel.values.json import safe_int
+from kernel.values.json import safe_int, summary
 from kernel.wire.chunks import pack_chunk_rows
 from kernel.wire.codec import header_from_json
 from kernel.wire.legacy import normalize_events
@@ -672,7 +673,7 @@ class SqliteStore:
         non-empty append of a created session inserts its `sessions` row.
         """
         self._refuse_if_read_only()
-        session_id = canonical_text(session_id)
+        session_id = canonical_text(checked_session_id(session_id))
         batch = check_batch(events, known_types=self.known_types)
         if not batch:
             if session_id not in self._pending:
@@ -713,7 +714,7 @@ class SqliteStore:
 
     def inspect(self, session_id: str, *, now: int = 0) -> StoredSession:
         """The balanced view `(header, prefix + closers)`, computed in memory; writes nothing."""
-        session_id = canonical_text(session_id)
+        session_id = canonical_text(checked_session_id(session_id))
         plan = self._plan(*self._read(session_id))
         report = self._report(session_id, plan, committed=False)
         return StoredSession(plan.header, plan.events, report, plan.normalized)
@@ -727,7 +728,7 @@ class SqliteStore:
         planned is planned again; one that keeps changing raises `StaleRepair`.
         """
         self._refuse_if_read_only()
-        session_id = canonical_text(session_id)
+        session_id = canonical_text(checked_session_id(session_id))
         for _ in range(_MAX_ATTEMPTS):
             plan = self._plan(*self._read(session_id))
             report = self._report(session_id, plan, committed=False)
@@ -856,8 +857,10 @@ class SqliteStore:
         """Stored events with `seq >= from_seq` from the valid prefix: no repair, no closers."""
         start = safe_int(from_seq)
         if start is None or start < 0 or type(from_seq) is bool:
-            raise StoreError(f"from_seq must be a non-negative safe integer, got {from_seq!r}")
-        session_id = canonical_text(session_id)
+            raise StoreError(
+                f"from_seq must be a non-negative safe integer, got {summary(from_seq)}"
+            )
+        session_id = canonical_text(checked_session_id(session_id))
         _, rows = self._read(session_id)
         with paused_collector():
             events = scan_stored_rows(rows)[0].events

@@ -215,9 +215,9 @@ class FrozenObject(_FrozenView, _MappingMethods):
         return len(self._raw)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, FrozenObject):
+        if type(other) is FrozenObject:
             return self is other or _same_raw(self._raw, other._raw)
-        if isinstance(other, Mapping):
+        if issubclass(type(other), Mapping):
             return _same_raw(self._raw, thaw(other))
         return NotImplemented
 
@@ -264,9 +264,9 @@ class FrozenArray(_FrozenView, _SequenceMethods):
             yield self[i]
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, FrozenArray):
+        if type(other) is FrozenArray:
             return self is other or _same_raw(self._raw, other._raw)
-        if isinstance(other, (list, tuple)):
+        if issubclass(type(other), (list, tuple)):
             return _same_raw(self._raw, thaw(other))
         return NotImplemented
 
@@ -853,7 +853,7 @@ def thaw(value: Any) -> Any:
     if t is FrozenObject or t is FrozenArray:
         value = value._raw
         t = type(value)
-    if t is not dict and t is not list and t is not tuple and not isinstance(value, Mapping):
+    if t is not dict and t is not list and t is not tuple and not issubclass(t, Mapping):
         return value
     copies: list[Any] = []
     states: list[Any] = []
@@ -923,8 +923,8 @@ def json_equal(a: Any, b: Any) -> bool:
         x, y = stack.pop()
         x, y = raw(x), raw(y)
         tx, ty = type(x), type(y)
-        if tx is dict or isinstance(x, Mapping):
-            if not (ty is dict or isinstance(y, Mapping)) or len(x) != len(y):
+        if tx is dict or issubclass(tx, Mapping):
+            if not (ty is dict or issubclass(ty, Mapping)) or len(x) != len(y):
                 return False
             for k, v in x.items():
                 if k not in y:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import pairwise
 from operator import attrgetter
-from typing import Any, Final, NamedTuple, overload
+from typing import Any, Final, NamedTuple, cast, overload
 
 from kernel.errors import KernelError, MalformedChunkRow, ProvenanceError
 from kernel.values.events import (
@@ -82,7 +82,7 @@ def _lossless_number(value: Any) -> bool:
 
 def is_chunk_row(value: Any) -> bool:
     """True for an object whose `type` is one of the three row tags (docs/format/events.md §7.5)."""
-    if not isinstance(value, Mapping):
+    if not issubclass(type(value), Mapping):
         return False
     tag = value.get("type")
     return type(tag) is str and tag in ROW_TAGS
@@ -285,7 +285,11 @@ def pack_chunk_rows(
             f"max_data_bytes must be a non-negative int, got {summary(max_data_bytes)}"
         )
     bounded = max_members is not None or max_data_bytes is not None
-    log = events if isinstance(events, (tuple, list)) else tuple(iter_events(events))
+    log: Sequence[Any] = (
+        cast("Sequence[Any]", events)
+        if issubclass(type(events), (tuple, list))  # type(): a value may claim any __class__
+        else tuple(iter_events(events))
+    )
     out: list[StorageRecord | Mapping[str, Any]] = []
     run: list[tuple[Event | Mapping[str, Any], _Member]] = []
 
@@ -298,7 +302,7 @@ def pack_chunk_rows(
             out.append(_row([m for _, m in run]))
         run.clear()
 
-    loaded = isinstance(log, LoadedEvents)  # the loader's own events are well typed
+    loaded = issubclass(type(log), LoadedEvents)  # the loader's own events are well typed
     # The facts last read, by index: `_stands_alone` reads the item after a loaded row,
     # which the loop then reads again (a stored line's facts cost a decode).
     last_read: list[Any] = [-1, None]
@@ -308,7 +312,7 @@ def pack_chunk_rows(
             found: tuple[Event | Mapping[str, Any], _Member | None] = last_read[1]
             return found
         item = log[index]
-        if isinstance(item, Mapping):
+        if issubclass(type(item), Mapping):
             found = item, _wire_member(item)
         else:
             event = item if loaded else _checked(item, index)
@@ -413,7 +417,7 @@ def loaded_row(log: Sequence[Any], start: int) -> LoadedRow | None:
         or not 0 <= seq0 <= MAX_SAFE_INTEGER - size + 1
     ):
         return None
-    if isinstance(log, LoadedEvents):  # the loader's own events: the members stand unchanged
+    if issubclass(type(log), LoadedEvents):  # the loader's own events: the members stand unchanged
         return _row_read(seq0, key, texts, list(map(_TIME, log[start : start + size])))
     members = log[start : start + size]
     for k, event in enumerate(members):
@@ -497,7 +501,7 @@ def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str
     their values are lossless JSON. Raises `MalformedChunkRow`.
     """
     row = raw(value)
-    if type(row) is not dict and isinstance(row, Mapping):
+    if type(row) is not dict and issubclass(type(row), Mapping):
         row = dict(row)
     if type(row) is not dict:
         raise _malformed(where, "not an object")
@@ -515,7 +519,7 @@ def expand_row_wire(value: Any, where: str = "chunk row") -> tuple[list[dict[str
     if time0 is None:
         raise _malformed(where, f"time0 {summary(row['time0'])} is not a safe integer")
     data = raw(row["data"])
-    if type(data) is not dict and isinstance(data, Mapping):
+    if type(data) is not dict and issubclass(type(data), Mapping):
         data = dict(data)
     if type(data) is not dict:
         raise _malformed(where, "data is not an object")
