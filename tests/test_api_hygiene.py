@@ -17,6 +17,7 @@ import math
 import pickle
 import re
 import sqlite3
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from kernel import (
 )
 from kernel.folds.pairing import is_safe_compaction_range
 from kernel.store.batch import check_batch
+from kernel.store.live import open_session
 from kernel.store.sqlite import SqliteStore
 from kernel.values.json import json_equal
 from kernel.wire.codec import check_event
@@ -761,6 +763,28 @@ response_places = st.fixed_dictionaries(
 )
 histories = st.builds(lambda log: tuple(kernel.derive_messages(log)), st.just(POOL)) | junk
 """The derived messages of the pool's log, or junk."""
+
+
+def in_a_store(d: st.DataObject, act: Callable[[Any], object]) -> None:
+    """`act` on a store of either kind, in a directory of its own, holding session `s`
+    (`POOL[:4]`)."""
+    from kernel.store import JsonlStore
+
+    with tempfile.TemporaryDirectory() as root:
+        jsonl = d.draw(st.booleans(), label="jsonl")
+        store = JsonlStore(root) if jsonl else SqliteStore(Path(root) / "s.db")
+        try:
+            store.create(HEADER)
+            store.append("s", POOL[:4])
+            act(store)
+        finally:
+            if not jsonl:
+                store.close()
+
+
+session_ids = st.just("s") | st.just("t") | junk
+batches = st.builds(lambda n: POOL[4 : 4 + n], st.integers(0, 6)) | event_lists()
+"""The pool's events after the four a store holds (the next batch), or any event list."""
 ENTRY_POINTS: dict[str, Callable[[st.DataObject], object]] = {
     "Event": lambda d: Event(*(d.draw(junk) for _ in EVENT_FIELDS)),
     "event_from_json": lambda d: kernel.event_from_json(
@@ -839,6 +863,38 @@ ENTRY_POINTS: dict[str, Callable[[st.DataObject], object]] = {
     "fold_todos": lambda d: kernel.fold_todos(d.draw(event_lists())),
     "fork_prefix": lambda d: kernel.fork_prefix(d.draw(event_lists()), d.draw(st.none() | junk)),
     "last_end_seed": lambda d: kernel.last_end_seed(d.draw(event_lists())),
+    "store.create": lambda d: in_a_store(
+        d,
+        lambda store: store.create(
+            d.draw(st.builds(lambda i: {**HEADER, "id": i}, session_ids) | junk)
+        ),
+    ),
+    "store.append": lambda d: in_a_store(
+        d, lambda store: store.append(d.draw(session_ids), d.draw(batches))
+    ),
+    "store.load": lambda d: in_a_store(
+        d,
+        lambda store: store.load(
+            d.draw(session_ids),
+            now=d.draw(st.just(9) | junk),
+            adopt_live=d.draw(st.booleans() | junk),
+        ),
+    ),
+    "store.inspect": lambda d: in_a_store(
+        d, lambda store: store.inspect(d.draw(session_ids), now=d.draw(st.just(9) | junk))
+    ),
+    "store.read_from": lambda d: in_a_store(
+        d, lambda store: store.read_from(d.draw(session_ids), d.draw(st.integers(0, 6) | junk))
+    ),
+    "open_session": lambda d: in_a_store(
+        d,
+        lambda store: open_session(
+            store,
+            d.draw(session_ids),
+            header=d.draw(st.none() | st.just({**HEADER, "id": "t"}) | junk),
+            now=d.draw(st.just(9) | junk),
+        ),
+    ),
     "acp_content": lambda d: projections.acp_content(d.draw(junk)),
     "acp_updates": lambda d: projections.acp_updates(
         d.draw(event_lists()),
