@@ -895,6 +895,23 @@ ENTRY_POINTS: dict[str, Callable[[st.DataObject], object]] = {
             now=d.draw(st.just(9) | junk),
         ),
     ),
+    "LiveSession.append": lambda d: in_a_store(
+        d,
+        lambda store: open_session(store, "s", now=9).append(
+            d.draw(junk | st.sampled_from(["step/start", "assistant/chunk", "tool/result"])),
+            d.draw(junk),
+            time=d.draw(st.just(9) | junk),
+            surface_op=d.draw(st.none() | junk),
+            source_event_seqs=d.draw(st.none() | junk),
+            ignorable=d.draw(st.just(False) | junk),
+        ),
+    ),
+    "LiveSession.request_header": lambda d: in_a_store(
+        d,
+        lambda store: open_session(store, "s", now=9).request_header(
+            d.draw(junk), time=d.draw(st.just(9) | junk), declared=d.draw(st.booleans() | junk)
+        ),
+    ),
     "acp_content": lambda d: projections.acp_content(d.draw(junk)),
     "acp_updates": lambda d: projections.acp_updates(
         d.draw(event_lists()),
