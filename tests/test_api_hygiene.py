@@ -13,6 +13,7 @@ The decisions are in docs/rfc/implemented/bug-fix/2026-12-01-only-kernel-errors-
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import pickle
 import re
@@ -53,6 +54,7 @@ from kernel.folds.pairing import is_safe_compaction_range
 from kernel.store.batch import check_batch
 from kernel.store.live import open_session
 from kernel.store.sqlite import SqliteStore
+from kernel.values import builders
 from kernel.values.json import json_equal
 from kernel.wire.codec import check_event
 
@@ -782,6 +784,53 @@ def in_a_store(d: st.DataObject, act: Callable[[Any], object]) -> None:
                 store.close()
 
 
+BUILDER_ARGUMENTS: dict[str, Any] = {
+    "role": "user",
+    "turn": 1,
+    "step": 1,
+    "index": 0,
+    "text": "t",
+    "attachment_id": "a",
+    "media_type": "image/png",
+    "bytes": 1,
+    "width": 1,
+    "height": 1,
+    "id": "i",
+    "name": "n",
+    "arguments": "{}",
+    "tool_call_id": "c",
+    "content": "x",
+    "provider": "p",
+    "model": "m",
+    "call_id": "c",
+    "reason": {"kind": "completed"},
+    "chunk": {"type": "text-delta", "index": 0, "text": "t"},
+    "message": {"id": "m", "role": "assistant", "content": []},
+    "todos": [],
+    "description": "d",
+    "parameters": {},
+    "header": {"config": {"provider": "p", "model": "m"}},
+    "original": {"turn": 1, "step": 1, "message": {}},
+}
+"""A plausible value for each argument of the payload builders."""
+
+
+def a_builder_call(d: st.DataObject) -> object:
+    """One payload builder, each of its arguments plausible or junk."""
+    name = d.draw(st.sampled_from(builders.__all__), label="builder")
+    build = getattr(builders, name)
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for param in inspect.signature(build).parameters.values():
+        plausible = BUILDER_ARGUMENTS.get(param.name, param.default)
+        value = d.draw(st.just(plausible) | junk, label=param.name)
+        if param.kind is param.POSITIONAL_OR_KEYWORD:
+            args.append(value)
+        else:
+            kwargs[param.name] = value
+    return build(*args, **kwargs)
+
+
 session_ids = st.just("s") | st.just("t") | junk
 batches = st.builds(lambda n: POOL[4 : 4 + n], st.integers(0, 6)) | event_lists()
 """The pool's events after the four a store holds (the next batch), or any event list."""
@@ -912,6 +961,7 @@ ENTRY_POINTS: dict[str, Callable[[st.DataObject], object]] = {
             d.draw(junk), time=d.draw(st.just(9) | junk), declared=d.draw(st.booleans() | junk)
         ),
     ),
+    "payload builders": a_builder_call,
     "acp_content": lambda d: projections.acp_content(d.draw(junk)),
     "acp_updates": lambda d: projections.acp_updates(
         d.draw(event_lists()),
@@ -1061,6 +1111,28 @@ def test_a_store_describes_a_bad_session_id_or_seq(tmp_path: Path, kind: str, va
         store.create({**HEADER, "id": value})
     if isinstance(store, SqliteStore):
         store.close()
+
+
+@pytest.mark.parametrize(
+    "value", [Unprintable(), DEEP, HUGE, None], ids=["unprintable", "deep", "huge", "none"]
+)
+def test_message_id_refuses_what_it_cannot_spell(value: Any) -> None:
+    for arguments in ({"turn": value, "step": 1}, {"turn": 1, "step": 1, "index": value}):
+        with pytest.raises(kernel.MessageShapeError, match="message_id takes"):
+            builders.message_id("tool", **arguments)
+    with pytest.raises(kernel.MessageShapeError, match="message_id takes"):
+        builders.message_id(value, turn=1, step=1)
+
+
+@pytest.mark.parametrize("content", [5, None, claiming(list)], ids=["int", "none", "claims"])
+def test_a_builder_leaves_content_that_is_no_list_to_admission(content: Any) -> None:
+    log = SessionLog.empty().append("turn/start", {"turn": 1}, time=0)
+    assert builders.user_message(id="u", content=content)["content"] is content
+    block = builders.tool_result_message(id="r", call_id="c", content=content)["content"][0]
+    assert block["content"] is content
+    with pytest.raises((kernel.MessageShapeError, NotLosslessJson), match="R10|R1"):
+        log.append("user/message", builders.user_message(id="u", content=content), time=1)
+    assert builders.todo_write(todos=content)["todos"] is content
 
 
 @pytest.mark.parametrize("name", sorted(CLAIMING_ARGUMENTS))

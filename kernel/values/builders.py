@@ -11,10 +11,10 @@ from `message_id`, which is a pure function of its arguments.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 from kernel.errors import MessageShapeError
-from kernel.values.json import summary, thaw
+from kernel.values.json import MAX_SAFE_INTEGER, summary, thaw
 from kernel.values.payloads import (
     AssistantChunkData,
     AssistantMessage,
@@ -77,6 +77,8 @@ __all__ = (
     "pruned_tool_result",
 )
 
+_T = TypeVar("_T")
+
 MediaType = Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
 
 
@@ -91,13 +93,32 @@ def message_id(
 
     >>> message_id("tool", turn=3, step=2, index=1)
     'tool-3.2.1'
+
+    A role that is not a string or a number that is not a safe integer is a
+    `MessageShapeError` (the id is spelled from them, so they are not left to admission).
     """
+    numbers = (turn, step, index)
+    if type(role) is not str or not all(
+        type(n) is int and -MAX_SAFE_INTEGER <= n <= MAX_SAFE_INTEGER for n in numbers
+    ):
+        raise MessageShapeError(
+            f"message_id takes a role string and safe integers, got {summary(role)}, "
+            f"{summary(turn)}, {summary(step)}, {summary(index)}"
+        )
     return f"{role}-{turn}.{step}.{index}"
+
+
+def _listed(values: Sequence[_T]) -> list[_T]:
+    """`values` as a list; what is not iterable is left as it is, for admission to refuse."""
+    try:
+        return list(values)
+    except TypeError:
+        return values  # type: ignore[return-value]
 
 
 def _content(content: str | Sequence[ContentBlock]) -> list[ContentBlock]:
     """A list of blocks; a string is one text block."""
-    return [text_block(content)] if isinstance(content, str) else list(content)
+    return [text_block(content)] if isinstance(content, str) else _listed(content)
 
 
 # -- content blocks -----------------------------------------------------------------------------
@@ -300,7 +321,7 @@ def tool_result(
 
 def todo_write(*, todos: Sequence[TodoItem]) -> TodoWriteData:
     """`todo/write`: the complete todo list (the latest write wins)."""
-    return {"todos": list(todos)}
+    return {"todos": _listed(todos)}
 
 
 def tool_schema(*, name: str, description: str, parameters: JsonObject) -> ToolSchema:
