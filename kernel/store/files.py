@@ -36,7 +36,7 @@ def store_path(path: object, name: str) -> str:
             spelled = os.fspath(path)  # type: ignore[call-overload]
         except TypeError:  # its __fspath__ gave neither str nor bytes
             spelled = None
-        if type(spelled) is str and spelled and "\x00" not in spelled:
+        if issubclass(type(spelled), str) and spelled and "\x00" not in spelled:
             return spelled
     raise StoreError(f"{name} must be a non-empty path (str or os.PathLike), not {summary(path)}")
 
