@@ -1130,7 +1130,7 @@ def test_a_builder_leaves_content_that_is_no_list_to_admission(content: Any) -> 
     assert builders.user_message(id="u", content=content)["content"] is content
     block = builders.tool_result_message(id="r", call_id="c", content=content)["content"][0]
     assert block["content"] is content
-    with pytest.raises((kernel.MessageShapeError, NotLosslessJson), match="R10|R1"):
+    with pytest.raises((kernel.MessageShapeError, NotLosslessJson), match=r"R10|R1"):
         log.append("user/message", builders.user_message(id="u", content=content), time=1)
     assert builders.todo_write(todos=content)["todos"] is content
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 from kernel.errors import CorruptLog
 from kernel.storage.quarantine import quarantine_name
@@ -37,7 +37,7 @@ def store_path(path: object, name: str) -> str:
         except TypeError:  # its __fspath__ gave neither str nor bytes
             spelled = None
         if issubclass(type(spelled), str) and spelled and "\x00" not in spelled:
-            return spelled
+            return cast(str, spelled)
     raise StoreError(f"{name} must be a non-empty path (str or os.PathLike), not {summary(path)}")
 
 
