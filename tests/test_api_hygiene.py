@@ -4,10 +4,13 @@ A rejection describes the untrusted value with `summary`, never `repr`, so a val
 nested thousands deep or one whose `repr` raises cannot turn it into a crash. Then
 integers past Python's 4,300-digit limit on int-to-text conversion, and wrong types
 at the API, including `Event`s whose fields were set to anything (msgspec checks no
-field types). Then the fuzz: every public entry point that takes events or JSON, fed
-junk; nothing but a `KernelError` may come out.
+field types) and arguments whose `__class__` claims a class they are not. Then the
+fuzz: every public entry point (the pure functions, the stores and a live session,
+the payload builders, the projections), fed junk; nothing but a `KernelError` may
+come out.
 
-The decisions are in docs/rfc/implemented/bug-fix/2026-12-01-only-kernel-errors-escape.md.
+The decisions are in docs/rfc/implemented/bug-fix/2026-12-01-only-kernel-errors-escape.md
+and docs/rfc/implemented/bug-fix/2026-12-06-an-argument-is-what-its-type-says.md.
 """
 
 from __future__ import annotations
