@@ -55,6 +55,7 @@ from kernel import (
 )
 from kernel.folds.pairing import is_safe_compaction_range
 from kernel.store.batch import check_batch
+from kernel.store.jsonl import JsonlStore
 from kernel.store.live import open_session
 from kernel.store.sqlite import SqliteStore
 from kernel.values import builders
@@ -773,8 +774,6 @@ histories = st.builds(lambda log: tuple(kernel.derive_messages(log)), st.just(PO
 def in_a_store(d: st.DataObject, act: Callable[[Any], object]) -> None:
     """`act` on a store of either kind, in a directory of its own, holding session `s`
     (`POOL[:4]`)."""
-    from kernel.store import JsonlStore
-
     with tempfile.TemporaryDirectory() as root:
         jsonl = d.draw(st.booleans(), label="jsonl")
         store = JsonlStore(root) if jsonl else SqliteStore(Path(root) / "s.db")
@@ -1072,7 +1071,7 @@ class _FspathOfAnInt:
 
 CLAIMING_ARGUMENTS: dict[str, tuple[Callable[[], object], type[KernelError]]] = {
     "JsonlStore root": (
-        lambda: __import__("kernel.store").store.JsonlStore(claiming(str)),
+        lambda: JsonlStore(claiming(str)),
         KernelError,
     ),
     "SqliteStore path": (lambda: SqliteStore(claiming(Path)), KernelError),
@@ -1097,8 +1096,6 @@ CLAIMING_ARGUMENTS: dict[str, tuple[Callable[[], object], type[KernelError]]] = 
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
 @pytest.mark.parametrize("value", [Unprintable(), DEEP, HUGE], ids=["unprintable", "deep", "huge"])
 def test_a_store_describes_a_bad_session_id_or_seq(tmp_path: Path, kind: str, value: Any) -> None:
-    from kernel.store import JsonlStore, open_session
-
     store = JsonlStore(tmp_path) if kind == "jsonl" else SqliteStore(tmp_path / "s.db")
     store.create(HEADER)
     store.append("s", POOL[:1])
@@ -1160,9 +1157,7 @@ def test_an_argument_that_claims_a_class_is_refused(name: str) -> None:
     ids=["batch", "event", "type", "surface_op", "replace_start", "unprintable", "deep", "huge"],
 )
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
-def test_a_store_refuses_a_batch_that_claims_a_class(tmp_path: Path, kind: str, batch: Any) -> None:
-    from kernel.store import JsonlStore
-
+def test_a_store_refuses_a_batch_it_cannot_take(tmp_path: Path, kind: str, batch: Any) -> None:
     store = JsonlStore(tmp_path) if kind == "jsonl" else SqliteStore(tmp_path / "s.db")
     store.create(HEADER)
     with pytest.raises(KernelError):
