@@ -4,29 +4,37 @@ Pure. A batch is snapshotted (a tuple of immutable `Event`s), each event's
 envelope and values are checked (R2, R1), retired vocabulary is refused (R3),
 and the seqs must continue the stored log contiguously (R4, `SeqMismatch`).
 What the store's own loader would refuse or could not repair is refused here, before
-it is acknowledged (R14): a type outside the store's known types that is not
-ignorable, a tool-call block whose id the closers could not answer.
+it is acknowledged (Decision 15): a payload of the wrong shape (R10-R12), surface
+metadata or citations an append may not carry (R5-R7), a type outside the store's
+known types that is not ignorable, a tool-call block whose id the closers could not
+answer (R14). A replace is judged against the surface of the log it continues
+(R7f, R8, R9): `check_replacements`, which the store runs over the stored events when
+`needs_stored_surface` says the batch holds one.
 Strings a store files by (ids, header fields, types) are held in their
 canonical spelling (`canonical_text`), the one every store reads back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 import msgspec
 
 from kernel.admission.admit import check_loadable
-from kernel.admission.payloads import check_legacy
+from kernel.admission.envelope import check_surface_marker
+from kernel.admission.payloads import check_legacy, check_payload
+from kernel.admission.provenance import check_citations
 from kernel.errors import (
     InvalidEnvelope,
+    KernelError,
     NotLosslessJson,
     SeqMismatch,
     SessionHeaderError,
     SurfaceMarkerError,
 )
+from kernel.folds.surface import surface_state_of
 from kernel.values.events import DEFAULT_KNOWN_TYPES, Append, Event, Replace, SessionHeader
 from kernel.values.json import admit_json, canonical_text, safe_int, summary
 from kernel.wire.codec import (
@@ -38,7 +46,13 @@ from kernel.wire.codec import (
     parse_source_seqs,
 )
 
-__all__ = ("admit_stored_header", "canonical_text", "check_batch")
+__all__ = (
+    "admit_stored_header",
+    "canonical_text",
+    "check_batch",
+    "check_replacements",
+    "needs_stored_surface",
+)
 
 
 def _canonical_type(event: Event) -> Event:
@@ -66,35 +80,92 @@ def check_batch(
     if next_seq is None and batch and type(batch[0]) is Event:
         next_seq = batch[0].seq if type(batch[0].seq) is int else 0
     for index, event in enumerate(batch):
-        where = f"batch event at index {index}"
         if type(event) is not Event:
-            raise InvalidEnvelope(f"{where}: {type(event).__name__} is not an Event", index=index)
-        check_legacy(event, where)
+            raise InvalidEnvelope(
+                f"batch event at index {index}: {type(event).__name__} is not an Event",
+                index=index,
+            )
         try:
-            admit_json(event.data)
-        except NotLosslessJson as exc:
-            raise NotLosslessJson(f"{where}: data {exc} (R1)", index=index) from None
-        op = event.surface_op
-        if op is not None and type(op) is not Append and type(op) is not Replace:
-            raise SurfaceMarkerError(f"{where}: invalid surface_op {summary(op)} (R5)", index=index)
-        if type(event.ignorable) is not bool:
-            raise InvalidEnvelope(f"{where}: ignorable must be a bool (R2)", index=index)
-        check_envelope(event_to_wire(event), where)
-        check_loadable(event.type, event.data, event.ignorable, known_types, where, index)
-        if type(op) is Replace:
-            start, end = safe_int(op.start), safe_int(op.end)
-            if start is None or end is None or start < 0 or end < 0:
-                raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(op)} (R6)")
-        if event.source_event_seqs is not None:
-            parse_source_seqs(list(event.source_event_seqs), where)
+            _check_event(event, f"batch event at index {index}", known_types)
+        except KernelError as exc:
+            if exc.index is None:
+                exc.index = index
+            raise
         expected = (next_seq or 0) + index
         if event.seq != expected:
             raise SeqMismatch(
-                f"{where}: seq {event.seq} is not contiguous; expected {expected} (R4)",
+                f"batch event at index {index}: seq {event.seq} is not contiguous; "
+                f"expected {expected} (R4)",
                 index=index,
                 seq=event.seq,
             )
     return batch
+
+
+def _check_event(event: Event, where: str, known_types: frozenset[str]) -> None:
+    """What admission checks of one event without the log: R1-R3, R5-R7 for an append,
+    R10-R12 and R14, in the order `SessionLog.append` checks them."""
+    check_legacy(event, where)
+    try:
+        plain = admit_json(event.data)
+    except NotLosslessJson as exc:
+        raise NotLosslessJson(f"{where}: data {exc} (R1)") from None
+    op, sources = event.surface_op, event.source_event_seqs
+    if op is not None and type(op) is not Append and type(op) is not Replace:
+        raise SurfaceMarkerError(f"{where}: invalid surface_op {summary(op)} (R5)")
+    if type(event.ignorable) is not bool:
+        raise InvalidEnvelope(f"{where}: ignorable must be a bool (R2)")
+    check_envelope(event_to_wire(event), where)
+    check_payload(event.type, plain, where)
+    check_loadable(event.type, plain, event.ignorable, known_types, where)
+    if type(op) is Replace:
+        start, end = safe_int(op.start), safe_int(op.end)
+        if start is None or end is None or start < 0 or end < 0:
+            raise SurfaceMarkerError(f"{where}: invalid replace surfaceOp {summary(op)} (R6)")
+    if sources is not None:
+        parse_source_seqs(list(sources), where)
+    check_surface_marker(event.type, op is not None, sources is not None, where)
+    if type(op) is Append:
+        check_citations(event.type, event.seq, sources, (), where)
+
+
+def needs_stored_surface(batch: Sequence[Event]) -> bool:
+    """Whether a checked batch holds a replace, which only the stored surface can judge."""
+    return any(type(event.surface_op) is Replace for event in batch)
+
+
+def check_replacements(stored: Sequence[Event], batch: Sequence[Event]) -> None:
+    """R7-R9 of a checked batch planned over the surface of `stored`, the stored log it
+    continues (seqs 0 to `len(stored) - 1`, as its loader gave them; `()` for the first
+    batch): a replace's range must lie on that surface as the batch's earlier events left
+    it, cite every node it shadows, and rewrite a result only in its content.
+
+    Raises the error `SessionLog.append` would, its `index` the batch position.
+    """
+    state = surface_state_of(stored)
+    size = len(stored)
+
+    def lookup(seq: int) -> Event:
+        return stored[seq] if seq < size else batch[seq - size]
+
+    for index, event in enumerate(batch):
+        op = event.surface_op
+        if op is None:
+            continue
+        try:
+            state = state.plan(
+                event.type,
+                event.seq,
+                op,
+                event.source_event_seqs,
+                event.data,
+                lookup,
+                f"batch event at index {index}",
+            )
+        except KernelError as exc:
+            if exc.index is None:
+                exc.index = index
+            raise
 
 
 _HEADER_TEXTS: Final = ("id", "cwd", "parent_session", "origin", "agent_preset")

@@ -15,7 +15,7 @@ import errno
 import fcntl
 import functools
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -48,7 +48,13 @@ from kernel.storage.zstd import (
     write_jsonl_zstd,
 )
 from kernel.store import files
-from kernel.store.batch import admit_stored_header, canonical_text, check_batch
+from kernel.store.batch import (
+    admit_stored_header,
+    canonical_text,
+    check_batch,
+    check_replacements,
+    needs_stored_surface,
+)
 from kernel.store.collector import paused_collector
 from kernel.store.errors import (
     LiveSessionOpen,
@@ -616,11 +622,23 @@ class JsonlStore:
         """Append one batch durably (fsynced when this returns); an empty batch is a no-op.
 
         The batch must continue the stored log (`SeqMismatch`); retired
-        vocabulary is refused (`LegacyFormat`), and so is what this store's
-        loader would refuse or could not repair (R14: a type outside
-        `known_types` that is not ignorable, an unanswerable tool call). The
-        first non-empty append of a created session materializes its file.
+        vocabulary is refused (`LegacyFormat`), and so is whatever this store's
+        loader would refuse or could not repair (Decision 15): a payload of the
+        wrong shape (R10-R12), surface metadata or citations an event may not
+        carry (R5-R7), a replace its surface would not take (R7f-R9: a batch
+        holding a replace reads the stored log to judge it), a type outside
+        `known_types` that is not ignorable, an unanswerable tool call (R14).
+        The first non-empty append of a created session materializes its file.
         """
+        self._append(session_id, events, planned=False)
+
+    def _append_planned(self, session_id: str, events: Iterable[Event]) -> None:
+        """`append` of a batch that a `SessionLog` continuing the stored log admitted (a
+        live session's commit): its replacements were planned over the stored surface, so
+        the stored log is not read again to judge them."""
+        self._append(session_id, events, planned=True)
+
+    def _append(self, session_id: str, events: Iterable[Event], *, planned: bool) -> None:
         session_id = canonical_text(checked_session_id(session_id))
         batch = check_batch(events, known_types=self.known_types)
         pending = self._pending.get(session_id)
@@ -633,7 +651,7 @@ class JsonlStore:
             return
         path = self._path_of(session_id)
         if batch:
-            self._append_file(session_id, path, batch)
+            self._append_file(session_id, path, batch, planned)
 
     def _encode(self, batch: tuple[Event, ...]) -> bytes:
         if not self.zstd:
@@ -653,6 +671,8 @@ class JsonlStore:
                 f"session {header.id!r}: the first batch starts at seq {batch[0].seq}; expected 0",
                 seq=batch[0].seq,
             )
+        if needs_stored_surface(batch):
+            check_replacements((), batch)
         write = write_jsonl_zstd if self.zstd else write_jsonl
         data = write(
             header, batch, pack_chunks=self.pack_chunks, ranged_sources=self.ranged_sources
@@ -684,7 +704,9 @@ class JsonlStore:
         self._tails[session_id] = _Tail(path, len(data), len(scan.events))
         return len(scan.events)
 
-    def _append_file(self, session_id: str, path: Path, batch: tuple[Event, ...]) -> None:
+    def _append_file(
+        self, session_id: str, path: Path, batch: tuple[Event, ...], planned: bool
+    ) -> None:
         fd = _open_inside(self.root, path, os.O_WRONLY | os.O_APPEND)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -700,12 +722,26 @@ class JsonlStore:
                     f"but the stored log continues at {next_seq} (R4)",
                     seq=batch[0].seq,
                 )
+            if not planned and needs_stored_surface(batch):
+                check_replacements(self._stored_events(session_id, path, next_seq), batch)
             payload = self._encode(batch)
             self._tails.pop(session_id, None)
             _append_durably(fd, payload)
             self._tails[session_id] = _Tail(path, size + len(payload), batch[-1].seq + 1)
         finally:
             os.close(fd)
+
+    def _stored_events(self, session_id: str, path: Path, next_seq: int) -> Sequence[Event]:
+        """The events of a stored file as its loader reads them, without closers: what a
+        replace in the next batch is judged against (`check_replacements`)."""
+        loaded = self._plan(session_id, path, _read_inside(self.root, path), 0)
+        stored = len(loaded.events) - len(loaded.closers)
+        if loaded.torn or stored != next_seq:
+            raise CorruptLog(
+                f"{path}: the log its loader reads ends at seq {stored - 1}, not {next_seq - 1}; "
+                "load the session to commit its repair before appending"
+            )
+        return loaded.events[:stored]
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, overload
 
 import attrs
 
+from kernel.errors import InvalidEnvelope
 from kernel.folds.request_header import HeaderWriterState, header_event
 from kernel.folds.turns import TurnPosition, fold_turn_position
 from kernel.log import SessionLog
@@ -23,7 +24,7 @@ from kernel.store.batch import admit_stored_header, canonical_text
 from kernel.store.errors import SessionNotFound, StoreError
 from kernel.store.results import RepairReport, StoredSession
 from kernel.values.events import END_SEED, REQUEST_HEADER, Event, SessionHeader
-from kernel.values.json import summary
+from kernel.values.json import safe_int, summary
 from kernel.values.payloads import (
     AssistantChunkData,
     AssistantMessageData,
@@ -85,10 +86,19 @@ def open_session(
     An absent session without `header` is `SessionNotFound`, and so is one
     created with `store.create` but never appended (pass its header here
     instead). Nothing is written for a new session until its first append.
+    A `now` that is not a safe integer is refused (`InvalidEnvelope`) before the
+    store is read.
     """
     session_id = canonical_text(session_id)
     if type(session_id) is not str:
         raise StoreError(f"open_session: session_id must be a string, not {summary(session_id)}")
+    if safe_int(now) is None:
+        # Checked before anything is read or repaired, and whether or not the log already
+        # ends seeded: `now` is the time of an event the session may write.
+        raise InvalidEnvelope(
+            f"open_session: now must be a safe integer, the end-seed marker's time (R2), "
+            f"got {summary(now)}"
+        )
     admitted = None if header is None else admit_stored_header(header)
     if admitted is not None and admitted.id != session_id:
         raise StoreError(
@@ -460,8 +470,12 @@ class LiveSession:
         if working.log is committed.log:
             self._committed = working  # a writer decision that logged nothing
             return
+        batch = working.log.events[len(committed.log.events) :]
+        # The log planned the batch's replacements over the surface it loaded from the
+        # store: the kernel's own stores need not read the stored log again to judge them.
+        append = getattr(self.store, "_append_planned", None) or self.store.append
         try:
-            self.store.append(self.session_id, working.log.events[len(committed.log.events) :])
+            append(self.session_id, batch)
         except BaseException:
             self._working = committed
             raise

@@ -54,7 +54,13 @@ from kernel.storage.sqlite_rows import (
     encode_text,
     event_row,
 )
-from kernel.store.batch import admit_stored_header, canonical_text, check_batch
+from kernel.store.batch import (
+    admit_stored_header,
+    canonical_text,
+    check_batch,
+    check_replacements,
+    needs_stored_surface,
+)
 from kernel.store.collector import paused_collector
 from kernel.store.errors import (
     ForeignStore,
@@ -668,10 +674,20 @@ class SqliteStore:
 
         The batch must continue the stored log (`SeqMismatch`, also when a
         concurrent writer got there first); retired vocabulary is refused, and
-        so is what this store's loader would refuse or could not repair (R14).
-        An empty batch is a no-op. The first
+        so is whatever this store's loader would refuse or could not repair
+        (Decision 15; see `JsonlStore.append`: a batch holding a replace reads
+        the stored rows to judge it). An empty batch is a no-op. The first
         non-empty append of a created session inserts its `sessions` row.
         """
+        self._append(session_id, events, planned=False)
+
+    def _append_planned(self, session_id: str, events: Iterable[Event]) -> None:
+        """`append` of a batch that a `SessionLog` continuing the stored log admitted (a
+        live session's commit): its replacements were planned over the stored surface, so
+        the stored rows are not read again to judge them."""
+        self._append(session_id, events, planned=True)
+
+    def _append(self, session_id: str, events: Iterable[Event], *, planned: bool) -> None:
         self._refuse_if_read_only()
         session_id = canonical_text(checked_session_id(session_id))
         batch = check_batch(events, known_types=self.known_types)
@@ -698,6 +714,11 @@ class SqliteStore:
                     f"but the stored log continues at {next_seq} (R4)",
                     seq=batch[0].seq,
                 )
+            if not planned and needs_stored_surface(batch):
+                check_replacements(
+                    () if stored is None else self._stored_events(session_id, stored, next_seq),
+                    batch,
+                )
             if stored is None and pending is not None:
                 self._conn.execute(_INSERT_SESSION, (*_header_columns(pending), str(uuid.uuid4())))
             try:
@@ -709,6 +730,20 @@ class SqliteStore:
                 ) from exc
             self._bump_revision(session_id)
         self._pending.pop(session_id, None)
+
+    def _stored_events(
+        self, session_id: str, session: tuple[Any, ...], next_seq: int
+    ) -> Sequence[Event]:
+        """The stored events as the loader reads them, without closers, inside the append's
+        transaction: what a replace in the batch is judged against (`check_replacements`)."""
+        plan = self._plan(session, self._rows(session_id))
+        stored = len(plan.events) - len(plan.closers)
+        if plan.scan.torn_from is not None or stored != next_seq:
+            raise CorruptLog(
+                f"session {session_id!r}: the log its loader reads ends at seq {stored - 1}, "
+                f"not {next_seq - 1}; load the session to commit its repair before appending"
+            )
+        return plan.events[:stored]
 
     # -- inspect, load, read_from, list -----------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kernel import APPEND, event_to_json
-from kernel.errors import KernelError, SeqMismatch
+from kernel.errors import InvalidEnvelope, KernelError, SeqMismatch
 from kernel.folds.invariants import check_invariants
 from kernel.store import (
     JsonlStore,
@@ -172,6 +172,25 @@ def test_resume_writes_the_end_seed_marker_with_the_first_batch_only(
     assert stored_events(layout, tmp_path)[len(stored)]["time"] == 5
     assert [event_to_json(e) for e in resumed.log.events] == stored_events(layout, tmp_path)
     assert check_invariants(resumed.log.events) == ()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("now", [None, 1.5, "5", True, 2**53, float("nan")])
+def test_open_refuses_a_now_that_is_no_event_time_before_reading_the_store(
+    tmp_path: Path, layout: str, now: Any
+) -> None:
+    # `now=None` once opened the session without its end-seed marker; `1.5` failed only at
+    # the first append, naming an event the caller never appended.
+    session = open_session(make_store(layout, tmp_path), SESSION, header=HEADER, now=1)
+    first_step(session, 1, at=2)  # a turn left open: a load would append its closers
+    stored = stored_events(layout, tmp_path)
+    for header in (HEADER, None):
+        with pytest.raises(InvalidEnvelope, match=r"open_session: now must be a safe integer"):
+            open_session(make_store(layout, tmp_path), SESSION, header=header, now=now)
+    assert stored_events(layout, tmp_path) == stored  # nothing repaired
+    (tmp_path / "new").mkdir()
+    with pytest.raises(InvalidEnvelope, match=r"now must be a safe integer"):
+        open_session(make_store(layout, tmp_path / "new"), SESSION, header=HEADER, now=now)
 
 
 def test_a_log_that_ends_seeded_gets_no_second_marker(tmp_path: Path) -> None:
