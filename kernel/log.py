@@ -580,6 +580,10 @@ class SessionLog:
             raise InvalidEnvelope(
                 f"{where}: time must be a safe integer, got {summary(time)} (R2)", seq=seq
             )
+        if builtin_type(ignorable) is not bool:  # `"yes"` or `1` once read as false
+            raise InvalidEnvelope(
+                f"{where}: ignorable must be a bool, got {summary(ignorable)} (R2)", seq=seq
+            )
         try:
             check_legacy_type(event_type, where)
             try:

@@ -230,6 +230,15 @@ def test_append_describes_a_bad_time(time: Any) -> None:
         SessionLog.empty().append("x/y", {}, time=time)
 
 
+@pytest.mark.parametrize("ignorable", ["yes", 1, 0, None, DEEP, Unprintable()])
+def test_append_refuses_an_ignorable_that_is_not_a_bool(ignorable: Any) -> None:
+    # `"yes"` and `1` were read as false: an unknown type then failed R14a, "nor ignorable".
+    with pytest.raises(InvalidEnvelope, match=r"ignorable must be a bool, got .*\(R2\)"):
+        SessionLog.empty().append("acme/note", {}, time=0, ignorable=ignorable)
+    with pytest.raises(InvalidEnvelope, match=r"ignorable must be a bool"):
+        SessionLog.empty().append("turn/start", {"turn": 1}, time=0, ignorable=ignorable)
+
+
 def test_append_describes_a_bad_replace() -> None:
     with pytest.raises(SurfaceMarkerError, match="R6"):
         SessionLog.empty().append(

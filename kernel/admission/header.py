@@ -50,7 +50,10 @@ def admit_header(obj: Any, *, session_id: str | None = None) -> SessionHeader:
             f"session header version must be 0, got {summary(obj.get('version'))} (H3)"
         )
     header_id = obj.get("id")
-    if type(header_id) is not str or (session_id is not None and header_id != session_id):
+    if type(header_id) is not str:
+        what = "is missing" if "id" not in obj else f"must be a string, got {summary(header_id)}"
+        raise SessionHeaderError(f"session header id {what} (H4)")
+    if session_id is not None and header_id != session_id:
         raise SessionHeaderError(
             f"session header id {summary(header_id)} does not match session "
             f"{summary(session_id)} (H4)"

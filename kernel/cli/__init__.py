@@ -34,7 +34,7 @@ from typing import Final
 
 from kernel.cli import exits
 from kernel.cli.output import error_line
-from kernel.errors import KernelError, UnsupportedFormat
+from kernel.errors import KernelError, LimitExceeded, UnsupportedFormat
 
 __all__ = ("main", "build_parser", "DEFAULT_VERIFY_TIMEOUT")
 
@@ -117,11 +117,15 @@ def _run_repair(args: argparse.Namespace, now: int) -> int:
 def _run_export(args: argparse.Namespace, now: int) -> int:
     from kernel.cli.exporting import run_export
 
+    if args.view is not None and args.format != "acp":
+        # A provider request body is always the model-visible history: no view to choose.
+        error_line(f"export: --view applies to --format acp only, not {args.format}")
+        return exits.USAGE
     return run_export(
         args.log,
         fmt=args.format,
         session=args.session,
-        view=args.view,
+        view=args.view or "transcript",
         now=now,
         normalize_legacy=not args.strict_shapes,
         max_decoded_bytes=args.max_decoded_bytes,
@@ -397,8 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--view",
         choices=("transcript", "surface"),
-        default="transcript",
-        help="acp: every message in log order (default), or the model-visible history only",
+        default=None,
+        help="acp only: every message in log order (default), or the model-visible history only",
     )
     _add_strict_shapes(export)
     _add_max_decoded_bytes(export)
@@ -439,7 +443,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         error_line(f"{_target(args)}{type(exc).__name__}: {exc}")
         return exits.UNSUPPORTED
     except KernelError as exc:
-        error_line(f"{_target(args)}{type(exc).__name__}: {exc}")
+        # The kernel names its argument; on the command line it is an option.
+        hint = " (the command's --max-decoded-bytes N)" if isinstance(exc, LimitExceeded) else ""
+        error_line(f"{_target(args)}{type(exc).__name__}: {exc}{hint}")
         return exits.INVALID
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):

@@ -187,8 +187,8 @@ def _last(items: Sequence[Any], count: int | None) -> tuple[int, Sequence[Any]]:
 
 def _shown(what: str, shown: int, total: int, option: str) -> str:
     if shown >= total:
-        return f"{what} ({total})"
-    return f"{what} (last {shown} of {total}; {option} shows more)"
+        return f"{what} ({total:,})"
+    return f"{what} (last {shown:,} of {total:,}; {option} shows more)"
 
 
 def _turns_table(turns: Sequence[dict[str, Any]], count: int | None) -> Any:
@@ -242,7 +242,7 @@ def _tail_parts(doc: dict[str, Any]) -> list[Any]:
         total = doc["events"]["total"]
         title = f"Last events ({total})"
         if len(last) < total:
-            title = f"Last events (the last {len(last)} of {total})"
+            title = f"Last events (the last {len(last):,} of {total:,})"
         parts.append(
             table(
                 title, ("seq", "type", "what"), [[e["seq"], e["type"], e["detail"]] for e in last]

@@ -111,6 +111,19 @@ class Scan:
 # -- the header line (docs/format/events.md §2.2, docs/format/persistence.md §3.1) -----------------
 
 
+_OTHER_LAYOUTS: Final = (
+    (b"\x28\xb5\x2f\xfd", "a Zstandard frame: read them with load_jsonl_zstd"),
+    (b"SQLite format 3\x00", "a SQLite database: open it with kernel.store.SqliteStore"),
+)
+"""The first bytes of the other stored layouts, named when plain JSONL cannot be read."""
+
+
+def _layout_hint(data: bytes) -> str:
+    """`; the bytes begin with ...` when `data` starts as another layout does, else ``."""
+    layout = next((what for magic, what in _OTHER_LAYOUTS if data.startswith(magic)), None)
+    return "" if layout is None else f"; the bytes begin with {layout}"
+
+
 def parse_header_line(line: bytes) -> dict[str, Any]:
     """The in-memory header record of a header line (without its newline), per §3.1 steps 2-6.
 
@@ -121,7 +134,7 @@ def parse_header_line(line: bytes) -> dict[str, Any]:
     try:
         value = parse_json_keeping_negative_zero(line)
     except ValueError as exc:
-        raise CorruptLog(f"header line is not valid JSON: {exc}") from None
+        raise CorruptLog(f"header line is not valid JSON: {exc}{_layout_hint(line)}") from None
     if type(value) is dict:
         version = value.get("version")
         if is_number(version) and version != 0:
@@ -182,7 +195,7 @@ def _scan_plain(data: bytes, *, typed: bool = False) -> RawScan:
     (`kernel.storage.load.scan_lines`), else by the exact one."""
     header_end = data.find(b"\n")
     if header_end == -1:
-        raise CorruptLog("empty or header-less log: no complete header line")
+        raise CorruptLog(f"empty or header-less log: no complete header line{_layout_hint(data)}")
     header = parse_header_line(data[:header_end])
     records: list[Any] = []
     scanned, all_typed = scan_lines(

@@ -983,8 +983,14 @@ def test_session_header_h2_and_h4() -> None:
 
     with pytest.raises(SessionHeaderError, match="H2"):
         header_from_json([1])
-    with pytest.raises(SessionHeaderError, match="H4"):
+    with pytest.raises(SessionHeaderError, match=r"id 's' does not match session 'other' \(H4\)"):
         header_from_json(GOOD_HEADER, session_id="other")
+    without_id = {key: value for key, value in GOOD_HEADER.items() if key != "id"}
+    with pytest.raises(SessionHeaderError, match=r"^session header id is missing \(H4\)$"):
+        header_from_json(without_id)
+    for bad in (5, None, ["s"]):
+        with pytest.raises(SessionHeaderError, match=r"id must be a string, got .* \(H4\)"):
+            header_from_json({**GOOD_HEADER, "id": bad})
 
 
 def test_session_header_unknown_keys_are_dropped() -> None:

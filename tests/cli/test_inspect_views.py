@@ -474,3 +474,11 @@ def test_inspect_lists_database_sessions_in_natural_order(
     code, out, _ = run_main(capsys, "inspect", "--json", db)
     assert code == 0
     assert [doc["source"]["session"] for doc in json.loads(out)] == ["s1", "s2", "s10"]
+
+
+def test_counts_are_spelled_with_thousands_separators() -> None:
+    # As docs/cli.md shows them: "Turns (last 5 of 1,204; --turns shows more)".
+    from kernel.cli.inspecting import _shown
+
+    assert _shown("Turns", 5, 11227, "--turns") == "Turns (last 5 of 11,227; --turns shows more)"
+    assert _shown("Messages", 1204, 1204, "--messages N") == "Messages (1,204)"

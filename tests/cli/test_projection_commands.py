@@ -209,6 +209,10 @@ def test_export_prints_each_projection_of_the_balanced_log() -> None:
 @pytest.mark.slow
 def test_export_exit_statuses(tmp_path: Path) -> None:
     command = _command()
+    for fmt in ("openai", "anthropic"):  # --view was once ignored with a request body
+        viewed = _run(command, "export", str(CRASH), "--format", fmt, "--view", "surface")
+        assert viewed.returncode == 2 and viewed.stdout == ""
+        assert f"--view applies to --format acp only, not {fmt}" in viewed.stderr
     missing = _run(command, "export", str(tmp_path / "none.jsonl"), "--format", "openai")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     headerless = tmp_path / "headerless.jsonl"

@@ -163,3 +163,25 @@ def test_scan_jsonl_by_the_typed_path_is_the_exact_scan(log: Any, cut: int, pack
         tail = (got.committed_bytes, got.total_bytes, got.dropped_records, got.torn_reason)
         outcomes.append((events, tail, got.header))
     assert outcomes[0] == outcomes[1]
+
+
+def test_a_plain_read_of_another_layout_names_the_layout(tmp_path: Path) -> None:
+    import sqlite3
+
+    from kernel.storage.zstd import write_jsonl_zstd
+
+    framed = write_jsonl_zstd(json.loads(HEADER), [])
+    database = tmp_path / "s.db"
+    sqlite3.connect(database).execute("CREATE TABLE t (x)").connection.close()
+    for data, what in (
+        (framed, r"a Zstandard frame: read them with load_jsonl_zstd"),
+        (database.read_bytes(), r"a SQLite database: open it with kernel.store.SqliteStore"),
+    ):
+        for read in (scan_jsonl, lambda d: load_jsonl(d, now=0)):
+            with pytest.raises(
+                CorruptLog,
+                match=f"(not valid JSON: .*|no complete header line); the bytes begin with {what}",
+            ):
+                read(data)
+    with pytest.raises(CorruptLog, match=r"not valid JSON: [^;]*$"):
+        scan_jsonl(b"\x00garbage\n")
