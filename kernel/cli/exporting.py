@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kernel.cli import exits
-from kernel.cli.output import error_line, print_json
+from kernel.cli.output import error_line, print_json, stderr_console
+from kernel.cli.progress import delayed_progress, file_size, step_columns
 from kernel.cli.sources import SQLITE, log_file, open_log, session_ids
 from kernel.projections import acp_updates, anthropic_request, openai_request
 
@@ -49,14 +50,19 @@ def run_export(
             error_line(f"{path}: the database holds {len(ids)} sessions; choose one with --session")
             return exits.USAGE
         session = ids[0]
-    opened = open_log(
-        path,
-        kind,
-        session=session,
-        now=now,
-        normalize_legacy=normalize_legacy,
-        max_decoded_bytes=max_decoded_bytes,
-    )
-    events = (*opened.stored, *opened.closers)
-    print_json(export_document(events, session_id=opened.session, fmt=fmt, view=view))
+    # Read and project under a spinner (a large log takes seconds); print once it is gone.
+    with delayed_progress(stderr_console(), step_columns()) as progress:
+        if progress is not None:
+            progress.add_task(f"reading {path}{file_size(path)}")
+        opened = open_log(
+            path,
+            kind,
+            session=session,
+            now=now,
+            normalize_legacy=normalize_legacy,
+            max_decoded_bytes=max_decoded_bytes,
+        )
+        events = (*opened.stored, *opened.closers)
+        document = export_document(events, session_id=opened.session, fmt=fmt, view=view)
+    print_json(document)
     return 0

@@ -35,7 +35,7 @@ from kernel.cli.output import (
     text,
 )
 from kernel.cli.paging import CommandPager, pager_command, use_pager
-from kernel.cli.progress import delayed_progress, step_columns
+from kernel.cli.progress import delayed_progress, file_size, step_columns
 from kernel.cli.sources import (
     JSONL,
     SQLITE,
@@ -429,14 +429,6 @@ def json_records(doc: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     yield {"record": "tail", "session": session, **doc["tail"]}
 
 
-def _size(path: str) -> str:
-    try:
-        size = os.stat(path).st_size
-    except OSError:
-        return ""
-    return f" ({size / 1_000_000:.1f} MB)" if size >= 100_000 else ""
-
-
 def _note(progress: Progress | None, task: TaskID | None, description: str) -> None:
     if progress is not None and task is not None:
         progress.update(task, description=description)
@@ -501,7 +493,7 @@ def run_inspect(
     quiet = as_jsonl and sys.stdout.isatty()
     shown = nullcontext(None) if quiet else delayed_progress(stderr_console(), step_columns())
     with shown as progress:
-        task = None if progress is None else progress.add_task(f"loading {named}{_size(path)}")
+        task = None if progress is None else progress.add_task(f"loading {named}{file_size(path)}")
         for item in found:
             if isinstance(item, UnreadableSession):
                 failures.append(item)

@@ -8,6 +8,7 @@ it shows: the bar then starts where the work is.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +27,13 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-__all__ = ("PROGRESS_DELAY", "byte_columns", "step_columns", "delayed_progress")
+__all__ = (
+    "PROGRESS_DELAY",
+    "byte_columns",
+    "step_columns",
+    "delayed_progress",
+    "file_size",
+)
 
 PROGRESS_DELAY: Final = 1.0
 """Seconds of work before a progress bar is drawn."""
@@ -105,3 +112,12 @@ def delayed_progress(
         yield progress
     finally:
         shown.close()
+
+
+def file_size(path: str) -> str:
+    """` (12.3 MB)` for a file of at least 100 kB, for a progress line; else ``."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return ""
+    return f" ({size / 1_000_000:.1f} MB)" if size >= 100_000 else ""

@@ -18,7 +18,16 @@ from rich.console import Group
 from rich.text import Text
 
 from kernel.cli import analysis, exits
-from kernel.cli.output import key_values, print_json, printable_doc, stdout_console, table, text
+from kernel.cli.output import (
+    key_values,
+    print_json,
+    printable_doc,
+    stderr_console,
+    stdout_console,
+    table,
+    text,
+)
+from kernel.cli.progress import delayed_progress, file_size, step_columns
 from kernel.cli.sources import SQLITE, log_file, open_log, tail_records_json
 from kernel.cli.sqlite import repair_sqlite
 from kernel.corpus.check import unanswered_call_findings
@@ -190,13 +199,18 @@ def run_repair(
     `max_decoded_bytes` caps a Zstandard log's plaintext (None: the default cap).
     """
     path, kind = log_file(path, session=session, command="repair")
-    reports = _reports(
-        path, kind, session, dry_run, now, strict_tail, normalize_legacy, max_decoded_bytes
-    )
-    docs = [
-        repair_document(r, dry_run=dry_run, findings=unanswered_call_findings(events))
-        for r, events in reports
-    ]
+    # A log of a million events takes seconds to read and plan: say so on a terminal.
+    with delayed_progress(stderr_console(), step_columns()) as progress:
+        if progress is not None:
+            doing = "planning the repair of" if dry_run else "repairing"
+            progress.add_task(f"{doing} {path}{file_size(path)}")
+        reports = _reports(
+            path, kind, session, dry_run, now, strict_tail, normalize_legacy, max_decoded_bytes
+        )
+        docs = [
+            repair_document(r, dry_run=dry_run, findings=unanswered_call_findings(events))
+            for r, events in reports
+        ]
     if as_json:
         print_json(docs[0] if len(docs) == 1 and kind != SQLITE else docs)
         return exits.OK

@@ -350,6 +350,38 @@ def test_inspect_shows_what_it_is_doing_on_a_terminal(
     assert "loading" in drawn.getvalue() or "deriving" in drawn.getvalue()
 
 
+@pytest.mark.parametrize(
+    ("command", "doing"),
+    [
+        (("repair",), "repairing"),
+        (("repair", "--dry-run"), "planning the repair of"),
+        (("export", "--format", "openai"), "reading"),
+    ],
+)
+def test_repair_and_export_show_what_they_are_doing_on_a_terminal_only(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: tuple[str, ...],
+    doing: str,
+) -> None:
+    from kernel.cli import exporting, progress, repairing
+
+    module = repairing if command[0] == "repair" else exporting
+    real = progress.delayed_progress
+    monkeypatch.setattr(
+        module, "delayed_progress", lambda console, columns: real(console, columns, delay=0)
+    )
+    for terminal in (False, True):
+        log = write_log(tmp_path / f"{terminal}.jsonl", many_turns(2))
+        drawn = io.StringIO()
+        console = terminal_console(drawn) if terminal else Console(file=drawn)
+        monkeypatch.setattr(module, "stderr_console", lambda console=console: console)
+        code, out, _ = run_main(capsys, command[0], log, *command[1:])
+        assert code == 0 and out
+        assert (f"{doing} {log}" in drawn.getvalue()) is terminal, drawn.getvalue()
+
+
 # -- help, names and order -----------------------------------------------------------------------
 
 
