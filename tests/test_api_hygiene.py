@@ -682,6 +682,8 @@ junk_keys = (
     | st.none()
     | st.builds(Unprintable)
 )
+
+
 def _junk_containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     # A named function: Hypothesis reads a multi-line lambda's source as not using `inner`.
     return (
