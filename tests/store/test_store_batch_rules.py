@@ -323,3 +323,22 @@ def test_a_live_sessions_replace_is_not_judged_again_from_the_stored_log(
 
 def _never_read(*args: Any) -> Any:
     raise AssertionError("the stored log was read to judge a live session's replace")
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_loaded_payload_is_trusted_only_for_the_type_it_was_checked_as(
+    tmp_path: Path, kind: str
+) -> None:
+    import msgspec
+
+    from kernel import load_jsonl, write_jsonl
+
+    source = SessionLog.empty().append("turn/start", {"turn": 1}, time=0)
+    loaded = load_jsonl(write_jsonl(HEADER, source.events), now=0).events
+    with _store(kind, tmp_path) as store:
+        store.create(HEADER)
+        retyped = msgspec.structs.replace(loaded[0], type="turn/end")  # {"turn": 1}, no reason
+        with pytest.raises(EventShapeError, match=r"turn/end .*\(R12\)"):
+            store.append("s", [retyped])
+        store.append("s", [loaded[0]])
+        assert store.inspect("s").events[0] == loaded[0]
