@@ -382,7 +382,18 @@ def run_acp_serve(
     max_line_bytes: int = MAX_LINE_BYTES,
     max_decoded_bytes: int | None = None,
 ) -> int:
-    """Serve ACP on stdin/stdout until the client closes the connection; returns 0."""
+    """Serve ACP on stdin/stdout until the client closes the connection; returns 0.
+
+    A `store` that does not exist yet is served (each request reads it afresh), with one
+    line on stderr first, so that an operator's mistyped path does not pass unnoticed.
+    """
+    if not os.path.lexists(store):
+        print(
+            f"session-kernel: acp-serve: {store}: no such store yet; "
+            "requests answer 'not found' until it exists",
+            file=sys.stderr,
+            flush=True,
+        )
     restore = _log_one_line_each()
     try:
         serving = serve(

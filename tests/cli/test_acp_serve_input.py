@@ -748,3 +748,24 @@ def test_a_replay_with_deeply_nested_tool_arguments_is_served(
         and a["params"]["update"].get("sessionUpdate") == "tool_call"
     ]
     assert calls and json_equal(calls[0]["rawInput"], deep)  # iterative: no recursion limit
+
+
+@pytest.mark.slow
+def test_a_store_that_does_not_exist_yet_is_served_with_one_line_on_stderr(
+    tmp_path: Path,
+) -> None:
+    # Each request reads the store afresh, so serving it is right; a typo should still show.
+    missing = tmp_path / "typo"
+    done = subprocess.run(
+        [*_command(), "acp-serve", str(missing)],
+        input=_initialize(1) + b"\n" + _list(2) + b"\n",
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0
+    assert done.stderr.decode() == (
+        f"session-kernel: acp-serve: {missing}: no such store yet; "
+        "requests answer 'not found' until it exists\n"
+    )
+    answers = _answers_by_id([json.loads(line) for line in done.stdout.splitlines()])
+    assert "result" in answers[1][0] and _code(answers[2][0]) == -32002
