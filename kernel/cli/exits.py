@@ -73,6 +73,17 @@ _READ_ERRORS: Final = """\
   130  interrupted
 """
 
+_REPAIR_ERRORS: Final = """\
+  2    usage error: bad arguments; LOG cannot be read or is not a regular
+       file; or LOG is a directory and no --session ID names a session in it;
+       or LOG, or the directory its quarantine or a database's journal goes
+       in, cannot be written
+  3    the log uses a format this reader does not support
+  4    internal error (a bug, not a verdict on the log)
+  130  interrupted
+"""
+"""`_READ_ERRORS` for a command that writes the log."""
+
 EPILOGS: Final = {
     "inspect": """\
 exit status:
@@ -107,7 +118,7 @@ exit status:
        --session ID; --strict-tail refused its tail; --undo refused a
        quarantine that does not match, or a log changed since its repair
 """
-    + _READ_ERRORS,
+    + _REPAIR_ERRORS,
     "export": """\
 exit status:
   0    the projection was printed

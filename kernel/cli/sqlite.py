@@ -8,6 +8,8 @@ session schema's identity. SQLite's own errors become one-line `StoreError`s.
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +34,20 @@ def _probe(path: str) -> None:
         raise StoreError(f"SQLite error: {exc}") from None
 
 
+def _refuse_unwritable(path: str) -> None:
+    """An `OSError` (the command's exit status 2, as for a JSONL log) when this process may
+    not write the database or create its journal beside it: a read-only place, not a bad log.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    for where in (path, directory):
+        if not os.access(where, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+            raise PermissionError(
+                errno.EACCES,
+                "cannot write the database, or its journal beside it, to repair it",
+                path,
+            )
+
+
 @contextmanager
 def _store(
     path: str, *, read_only: bool = True, normalize_legacy: bool = True
@@ -39,6 +55,7 @@ def _store(
     try:
         if not read_only:
             _probe(path)  # a writable store would create its schema in a pristine file
+            _refuse_unwritable(path)
         store = SqliteStore(path, read_only=read_only, normalize_legacy=normalize_legacy)
     except sqlite3.Error as exc:
         raise StoreError(f"SQLite error: {exc}") from None

@@ -679,6 +679,36 @@ def test_sqlite_inspect_verify_and_repair_every_session(tmp_path: Path) -> None:
     assert code == 0 and [log["status"] for log in report["logs"]] == ["ok", "ok"]
 
 
+@pytest.mark.parametrize("unwritable", ["database", "directory"])
+def test_repair_of_a_database_it_may_not_write_is_a_usage_error_as_for_jsonl(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    unwritable: str,
+) -> None:
+    # Once exit status 1 ("a log is invalid") with the store's "cannot be opened".
+    from kernel.cli import sqlite as cli_sqlite
+
+    db = tmp_path / "sessions.db"
+    sqlite_db(db)
+    before = db.read_bytes()
+    denied = str(db) if unwritable == "database" else str(tmp_path)
+    real = os.access
+    monkeypatch.setattr(
+        cli_sqlite.os,
+        "access",
+        lambda where, mode, **kw: where != denied and real(where, mode, **kw),
+    )
+    code, out, err = run_main(capsys, "repair", db)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"session-kernel: {db}: cannot write the database, or its journal beside it, "
+        "to repair it\n"
+    )
+    assert db.read_bytes() == before
+    assert run_main(capsys, "repair", "--dry-run", db)[0] == 0  # a plan writes nothing
+
+
 def test_verify_refuses_a_foreign_sqlite_database_without_writing_to_it(tmp_path: Path) -> None:
     foreign = tmp_path / "cache.db"
     conn = sqlite3.connect(foreign)
