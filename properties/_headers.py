@@ -1,7 +1,8 @@
 """Request headers (docs/format/folds.md §3) for the canonicalization and equality laws (P22, P23).
 
-`request_headers` draws valid headers, often not canonical (empty `system`,
-empty `tools`, marker-less `adapterDefaults`, extra keys). `HEADER_CHANGES`
+`request_headers` draws headers as `canonical_header` and `headers_equal` take them,
+often not canonical (empty `system`, empty `tools`, marker-less `adapterDefaults`,
+`false` markers, extra keys). `HEADER_CHANGES`
 lists the edits P23 says must make two headers unequal. Internal to the kit:
 `properties.strategies` re-exports `request_headers`, `properties.laws` `HEADER_CHANGES`.
 """
@@ -69,7 +70,13 @@ def _with_parts(
 
 
 def request_headers() -> st.SearchStrategy[dict[str, Any]]:
-    """Valid request headers (R11), frequently non-canonical."""
+    """Request headers as `canonical_header` and `headers_equal` take them
+    (docs/format/folds.md §3), frequently non-canonical.
+
+    Each passes R11 but for one thing: an adapter marker may be `false` (canonicalization
+    drops such a marker; R11c refuses it in a logged `request/header`), so a header drawn
+    here is not always one a log may hold.
+    """
     parts = st.fixed_dictionaries(
         {},
         optional={

@@ -187,7 +187,12 @@ def _chain(depth: int) -> list[Any]:
 
 
 def deep_chains() -> st.SearchStrategy[list[Any]]:
-    """A very deep chain of single-element lists (iterative validators must accept it)."""
+    """A very deep chain of single-element lists (iterative validators must accept it).
+
+    Hypothesis's printer recurses, so a test that fails on such a value reports a
+    `RecursionError` from the printer instead of the falsifying example: assert with a
+    message that describes the value (its depth, say) to see the failure itself.
+    """
     return st.integers(2_000, 5_000).map(_chain)
 
 
@@ -205,7 +210,8 @@ def payload_values() -> st.SearchStrategy[Any]:
     Every value is lossless JSON, so a writer stores it and a reader must give it back:
     chains 1,000-4,000 levels deep (past the C parsers' nesting limits), arrays of a few
     hundred scalars, strings of thousands of characters with surrogates and controls, and
-    numbers at the edges of the double range.
+    numbers at the edges of the double range. As with `deep_chains`, Hypothesis cannot
+    print a falsifying example that is one of the deep chains.
     """
     extreme_numbers = st.sampled_from(
         [MAX_SAFE, -MAX_SAFE, 1.7976931348623157e308, -5e-324, 1e21, 9007199254740992.0]

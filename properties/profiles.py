@@ -62,7 +62,11 @@ def register_profiles(*, prefix: str = "") -> tuple[str, ...]:
 
     Returns the registered names. A prefix keeps a suite's own `ci` profile
     untouched (the pytest plugin registers `session-kernel-ci` and
-    `session-kernel-deep`).
+    `session-kernel-deep`). So does it Hypothesis's: with the environment variable
+    `CI` set, Hypothesis has already loaded its built-in profile named `ci`, and a
+    profile registered again under the name in force takes effect at once, so
+    `register_profiles()` without a prefix then switches the session to the kit's
+    `ci` settings.
 
     >>> register_profiles(prefix="doc-")
     ('doc-ci', 'doc-deep')

@@ -107,6 +107,8 @@ def law_header_fold_composes(log: Any, *, implementation: Implementation = KERNE
             law,
             "the fold is not the canonical header of the last snapshot",
             log=as_wire(log),
+            fold=whole,
+            canonical_last=canonical_header(last[-1].data["header"]),
         )
     else:
         check(

@@ -48,6 +48,8 @@ def law_deterministic_derivation(log: Any, *, implementation: Implementation = K
             law,
             "the session's messages differ from derive_messages(log)",
             log=wire,
+            session_messages=messages_plain(sessions[-1].messages),
+            derived=messages_plain(first),
         )
 
 
@@ -83,6 +85,8 @@ def law_noise_never_changes_history(
             law,
             "the incremental history of the interleaved log differs",
             log=as_wire(mixed),
+            incremental=messages_plain(sessions[-1].messages),
+            alone=messages_plain(alone),
         )
 
 
@@ -142,14 +146,25 @@ def law_projection(log: Any, *, implementation: Implementation = KERNEL) -> None
     wire = as_wire(log)
     nodes = implementation.fold_surface(events).nodes
     projected = [m for s in nodes if (m := project_message(events[s])) is not None]
-    derived = implementation.derive_messages(events)
+    derived = list(implementation.derive_messages(events))
     check(
         len(derived) == len(projected)
-        and all(a is b for a, b in zip(derived, projected, strict=False)),
+        and all(same_json(a, b) for a, b in zip(derived, projected, strict=False)),
         law,
-        "derive_messages is not the projected surface nodes (as the very objects held in events)",
+        "derive_messages is not the projected surface nodes",
         log=wire,
+        derived=messages_plain(derived),
+        projected=messages_plain(projected),
     )
+    if implementation.derive_messages is KERNEL.derive_messages:
+        # The kernel's own history shares the messages its events hold; another
+        # implementation may build equal ones.
+        check(
+            all(a is b for a, b in zip(derived, projected, strict=True)),
+            law,
+            "the kernel's derive_messages copies messages its events hold instead of sharing them",
+            log=wire,
+        )
     stored_ids = set()
     for e in events:
         m = project_message(e)

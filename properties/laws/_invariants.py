@@ -26,10 +26,27 @@ def law_loop_logs_well_formed(log: Any, *, implementation: Implementation = KERN
         log=as_wire(log),
         seq=found[0].seq if found else None,
     )
+    raised = _fail_fast(implementation, events, law, as_wire(log))
+    if raised is not None:
+        violated(law, f"the fail-fast checker raised {raised}", log=as_wire(log), seq=raised.seq)
+
+
+def _fail_fast(
+    implementation: Implementation, events: Any, law: str, log: Any
+) -> InvariantViolation | None:
+    """What the fail-fast checker raises for `events`: its `InvariantViolation`, or None when it
+    accepts them. Any other exception is a violation of `law`, reported as one."""
     try:
         implementation.check_invariants_strict(events)
     except InvariantViolation as exc:
-        violated(law, f"the fail-fast checker raised {exc}", log=as_wire(log), seq=exc.seq)
+        return exc
+    except Exception as exc:  # the implementation under test is judged, not trusted
+        violated(
+            law,
+            f"the fail-fast checker raised {type(exc).__name__}: {exc}, not InvariantViolation",
+            log=log,
+        )
+    return None
 
 
 def law_all_violations(log: Any, *, implementation: Implementation = KERNEL) -> None:
@@ -53,16 +70,15 @@ def law_all_violations(log: Any, *, implementation: Implementation = KERNEL) -> 
     )
     seqs = [v.seq for v in found]
     check(seqs == sorted(seqs), law, f"violations are not in log order: {seqs}", log=wire)
-    try:
-        implementation.check_invariants_strict(events)
-    except InvariantViolation as exc:
+    raised = _fail_fast(implementation, events, law, wire)
+    if raised is not None:
         check(
             bool(found), law, "the fail-fast checker raised but check_invariants is empty", log=wire
         )
         check(
-            exc.seq == found[0].seq,
+            raised.seq == found[0].seq,
             law,
-            f"fail-fast seq {exc.seq} != first violation {found[0]}",
+            f"fail-fast seq {raised.seq} != first violation {found[0]}",
             log=wire,
         )
         return
@@ -82,9 +98,7 @@ def law_perturbations_caught(p: Perturbation, *, implementation: Implementation 
         log=list(p.events),
         seq=edited,
     )
-    try:
-        implementation.check_invariants_strict(events)
-    except InvariantViolation:
+    if _fail_fast(implementation, events, law, list(p.events)) is not None:
         return
     violated(
         law,

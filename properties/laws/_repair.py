@@ -134,8 +134,10 @@ def law_repair_append_only(prefix: Any, *, implementation: Implementation = KERN
     check(
         [event_to_json(e) for e in loaded.closers] == [event_to_json(e) for e in closers],
         law,
-        "load_jsonl's closers differ from interrupted_turn_closers",
+        "the closers load_jsonl appended differ from the implementation's closers",
         log=wire,
+        loaded_closers=[event_to_json(e) for e in loaded.closers],
+        closers=[event_to_json(e) for e in closers],
     )
 
 
@@ -231,4 +233,7 @@ def law_closers_deterministic(prefix: Any, *, implementation: Implementation = K
         law,
         "closers differ between equal inputs",
         log=as_wire(prefix),
+        of_the_events=text[0],
+        of_rebuilt_events=text[1],
+        of_a_list=text[2],
     )

@@ -10,7 +10,7 @@ from kernel.folds.seeds import fork_prefix, last_end_seed
 from kernel.log import SessionLog
 from kernel.wire.codec import event_to_json
 from properties._report import check, violated
-from properties.laws._common import append_all, as_events, as_wire, same_json
+from properties.laws._common import append_all, as_events, as_wire, messages_plain, same_json
 from properties.laws._implementation import KERNEL, Implementation
 
 __all__ = (
@@ -171,11 +171,14 @@ def law_fork_prefix(log: Any, now: int = 1, *, implementation: Implementation = 
             log=wire,
         )
         child = SessionLog.seed(prefix, now=now)
+        parent = list(implementation.derive_messages(events[: b + 1]))
         check(
-            same_json(list(child.messages), list(implementation.derive_messages(events[: b + 1]))),
+            same_json(list(child.messages), parent),
             law,
             f"the child forked at {b} derives different messages",
             log=wire,
+            child=messages_plain(child.messages),
+            parent=messages_plain(parent),
         )
     if events:
         last = len(events) - 1

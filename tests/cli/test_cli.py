@@ -702,8 +702,7 @@ def test_repair_of_a_database_it_may_not_write_is_a_usage_error_as_for_jsonl(
     code, out, err = run_main(capsys, "repair", db)
     assert (code, out) == (2, "")
     assert err == (
-        f"session-kernel: {db}: cannot write the database, or its journal beside it, "
-        "to repair it\n"
+        f"session-kernel: {db}: cannot write the database, or its journal beside it, to repair it\n"
     )
     assert db.read_bytes() == before
     assert run_main(capsys, "repair", "--dry-run", db)[0] == 0  # a plan writes nothing
