@@ -387,6 +387,13 @@ def write_jsonl(
     The header line and its newline, then (only when there are events) every
     storage record followed by a newline.
 
+    A codec: it spells the events it is given and checks only what any reader needs
+    to read the text back (R1, R2). A log whose events a `SessionLog` or a load
+    admitted loads back as written; events made otherwise (`Event(...)`,
+    `event_from_json`) may break a rule the loader then refuses them for (a
+    payload shape, a replace range): `SessionLog.seed(events, now=...)` checks them
+    all first, and the stores refuse them at `append`.
+
     Args:
         header: the session header (a `SessionHeader` or its wire object).
         events: the log's events, in order.
