@@ -65,23 +65,29 @@ each command's --help lists the statuses it can give.
 """
 """The top-level help's exit statuses, every command's cases together."""
 
-_READ_ERRORS: Final = """\
-  2    usage error: bad arguments; LOG cannot be read or is not a regular
-       file; or LOG is a directory and no --session ID names a session in it
+_LATER_STATUSES: Final = """\
   3    the log uses a format this reader does not support
   4    internal error (a bug, not a verdict on the log)
   130  interrupted
 """
 
-_REPAIR_ERRORS: Final = """\
+_READ_ERRORS: Final = (
+    """\
+  2    usage error: bad arguments; LOG cannot be read or is not a regular
+       file; or LOG is a directory and no --session ID names a session in it
+"""
+    + _LATER_STATUSES
+)
+
+_REPAIR_ERRORS: Final = (
+    """\
   2    usage error: bad arguments; LOG cannot be read or is not a regular
        file; or LOG is a directory and no --session ID names a session in it;
        or LOG, or the directory its quarantine or a database's journal goes
        in, cannot be written
-  3    the log uses a format this reader does not support
-  4    internal error (a bug, not a verdict on the log)
-  130  interrupted
 """
+    + _LATER_STATUSES
+)
 """`_READ_ERRORS` for a command that writes the log."""
 
 EPILOGS: Final = {
